@@ -1,0 +1,61 @@
+"""Workspaces API: the keys' own workspaces."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts import selectors, services
+
+
+class WorkspaceOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class WorkspaceListApi(APIView):
+    required_permission = None
+
+    @extend_schema(responses=WorkspaceOutputSerializer(many=True), operation_id="list_workspaces")
+    def get(self, request):
+        workspaces = selectors.workspace_list_for_key(api_key=request.user.api_key)
+        return Response(WorkspaceOutputSerializer(workspaces, many=True).data)
+
+
+class WorkspaceCreateApi(APIView):
+    required_permission = "workspaces:manage"
+    throttle_scope = "workspace-create"
+
+    class InputSerializer(serializers.Serializer):
+        name = serializers.RegexField(r"^[a-zA-Z0-9\-_ ']+$", max_length=128)
+
+    @extend_schema(request=InputSerializer, responses=WorkspaceOutputSerializer, operation_id="create_workspace")
+    def post(self, request):
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        workspace = services.workspace_create(name=data.validated_data["name"])
+        # The key that made the workspace may use it.
+        request.user.api_key.workspaces.add(workspace)
+        return Response(WorkspaceOutputSerializer(workspace).data, status=201)
+
+
+class WorkspaceDetailApi(APIView):
+    required_permission = None
+
+    @extend_schema(responses=WorkspaceOutputSerializer, operation_id="get_workspace")
+    def get(self, request, workspace_id):
+        workspace = selectors.workspace_get_for_key(api_key=request.user.api_key, workspace_id=workspace_id)
+        return Response(WorkspaceOutputSerializer(workspace).data)
+
+
+class WorkspaceCurrentApi(APIView):
+    """The workspace this request acts in (from X-Tenant-Id, or the key's only workspace)."""
+
+    required_permission = None
+
+    @extend_schema(responses=WorkspaceOutputSerializer, operation_id="get_current_workspace")
+    def get(self, request):
+        return Response(WorkspaceOutputSerializer(request.user.workspace).data)

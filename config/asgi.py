@@ -1,0 +1,29 @@
+"""ASGI entry point: Django for HTTP, with Channels routing in front of it.
+
+Later issues add their own consumers (SSE chat streams) to `http_routes` ahead of Django.
+"""
+
+from __future__ import annotations
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+django_asgi_app = get_asgi_application()
+
+from django.conf import settings  # noqa: E402
+
+if settings.SERVE_STATIC:
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    django_asgi_app = ASGIStaticFilesHandler(django_asgi_app)
+
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.urls import re_path  # noqa: E402
+
+from config.routing import http_routes  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {"http": URLRouter([*http_routes, re_path(r"", django_asgi_app)])}
+)

@@ -1,0 +1,52 @@
+"""Domain errors. Services raise these; `core.exception_handler` turns them into responses."""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    """An error whose message is safe to show to the caller."""
+
+    status_code = 400
+    default_detail = "Bad request."
+
+    def __init__(self, detail: str | None = None):
+        self.detail = detail or self.default_detail
+        super().__init__(self.detail)
+
+
+class BadRequest(ServiceError):
+    status_code = 400
+
+
+class PermissionDenied(ServiceError):
+    status_code = 403
+    default_detail = "You do not have permission to perform this action."
+
+
+class NotFound(ServiceError):
+    status_code = 404
+    default_detail = "Not Found"
+
+
+class Conflict(ServiceError):
+    status_code = 409
+    default_detail = "Conflict."
+
+
+class PayloadTooLarge(ServiceError):
+    status_code = 413
+    default_detail = "Request body is too large."
+
+
+class RequestValidationError(Exception):
+    """A 422 in FastAPI's shape: `errors` is a list of {loc, msg, type}."""
+
+    status_code = 422
+
+    def __init__(self, errors: list[dict]):
+        self.errors = errors
+        super().__init__(errors)
+
+    @classmethod
+    def single(cls, loc: list, msg: str, type_: str = "value_error") -> RequestValidationError:
+        return cls([{"loc": list(loc), "msg": msg, "type": type_}])

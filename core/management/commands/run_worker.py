@@ -1,0 +1,31 @@
+"""Claim and run background jobs and periodic jobs until stopped (SIGINT or SIGTERM)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+from django.core.management.base import BaseCommand
+
+from core.worker import Worker
+
+
+class Command(BaseCommand):
+    help = "Run background jobs (export runs, revision steps) and periodic jobs."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--queues", nargs="*", default=None, help="Only claim jobs from these queues.")
+        parser.add_argument("--no-periodic", action="store_true", help="Do not run periodic jobs.")
+        parser.add_argument("--once", action="store_true", help="Run what is due once, then exit.")
+
+    def handle(self, *args, queues, no_periodic, once, **options):
+        worker = Worker(queues=queues, run_periodic=not no_periodic)
+        if once:
+            while worker.run_once():
+                pass
+            return
+        stop = threading.Event()
+        # Finish the job in hand, then exit: its lease is released cleanly.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        worker.run_forever(stop)

@@ -1,0 +1,84 @@
+"""Request-level guards that must hold for every route, DRF or not."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from django.conf import settings
+from django.http import JsonResponse
+
+log = logging.getLogger("core.errors")
+
+# Routes that need more than the JSON limit declare it here; the first match wins.
+ROUTE_BODY_LIMITS = [
+    (re.compile(r"^/(api/v1/)?runs(/|$)"), "TRACE_BODY_MAX_BYTES"),
+    (re.compile(r"^/v2/deployments/uploads/"), "DEPLOY_UPLOAD_MAX_BYTES"),
+]
+
+
+def body_limit_for(path: str) -> int:
+    for pattern, setting_name in ROUTE_BODY_LIMITS:
+        if pattern.match(path):
+            return getattr(settings, setting_name)
+    return settings.JSON_BODY_MAX_BYTES
+
+
+def _declared_body_size(request) -> int | None:
+    raw = request.META.get("CONTENT_LENGTH")
+    if raw:
+        try:
+            return int(raw)
+        except ValueError:
+            return None
+    # Chunked uploads carry no length; under ASGI the body is already spooled to a file.
+    stream = getattr(request, "_stream", None)
+    if request.method in ("GET", "HEAD", "DELETE", "OPTIONS") or not getattr(stream, "seekable", lambda: False)():
+        return None
+    position = stream.tell()
+    size = stream.seek(0, 2)
+    stream.seek(position)
+    return size
+
+
+class BodyLimitMiddleware:
+    """Answer 413 before any view reads a body larger than its route allows."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        size = _declared_body_size(request)
+        limit = body_limit_for(request.path)
+        if size is not None and size > limit:
+            return JsonResponse(
+                {"detail": f"Request body is too large: the limit for this route is {limit} bytes."},
+                status=413,
+            )
+        return self.get_response(request)
+
+
+def _is_browser_route(path: str) -> bool:
+    return path.startswith(("/admin/", "/static/", "/accounts/", "/api/docs"))
+
+
+class JsonErrorPagesMiddleware:
+    """Keep Django's HTML error pages (and debug tracebacks) off the API routes."""
+
+    _messages = {404: "Not Found", 405: "Method Not Allowed", 400: "Bad Request", 403: "Forbidden"}
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        is_html = response.get("Content-Type", "").startswith("text/html")
+        if response.status_code in self._messages and is_html and not _is_browser_route(request.path):
+            return JsonResponse({"detail": self._messages[response.status_code]}, status=response.status_code)
+        return response
+
+    def process_exception(self, request, exception):
+        if _is_browser_route(request.path) and settings.DEBUG:
+            return None
+        log.exception("Unhandled error on %s %s", request.method, request.path)
+        return JsonResponse({"detail": "Internal Server Error"}, status=500)

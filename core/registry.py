@@ -1,0 +1,56 @@
+"""Where apps declare their background job handlers and periodic jobs.
+
+    @job_handler("exports.run")
+    def run_export(job, lease): ...
+
+    @periodic("exports.purge_credentials", every_seconds=3600)
+    def purge(): ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Handler:
+    kind: str
+    queue: str
+    func: Callable
+
+
+@dataclass(frozen=True)
+class Periodic:
+    name: str
+    every_seconds: float
+    func: Callable
+
+
+HANDLERS: dict[str, Handler] = {}
+PERIODICS: dict[str, Periodic] = {}
+
+
+def job_handler(kind: str, *, queue: str = "default"):
+    def register(func: Callable) -> Callable:
+        HANDLERS[kind] = Handler(kind=kind, queue=queue, func=func)
+        return func
+
+    return register
+
+
+def periodic(name: str, *, every_seconds: float):
+    def register(func: Callable) -> Callable:
+        PERIODICS[name] = Periodic(name=name, every_seconds=every_seconds, func=func)
+        return func
+
+    return register
+
+
+class RetryLater(Exception):
+    """Raised by a handler to put its job back in the queue after `delay` seconds."""
+
+    def __init__(self, delay: float, reason: str = ""):
+        self.delay = delay
+        self.reason = reason
+        super().__init__(reason or f"retry in {delay}s")

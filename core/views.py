@@ -1,0 +1,36 @@
+"""Shared views: health, and method routing for paths that hold several operations."""
+
+from __future__ import annotations
+
+from django.db import connection
+from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+
+def method_routes(**views):
+    """One URL, one DRF view per HTTP method: `method_routes(get=ListApi, post=CreateApi)`."""
+    callbacks = {method.upper(): view.as_view() for method, view in views.items()}
+    if "GET" in callbacks:
+        callbacks.setdefault("HEAD", callbacks["GET"])
+    allowed = ", ".join(sorted(callbacks))
+
+    @csrf_exempt
+    def dispatch(request, *args, **kwargs):
+        callback = callbacks.get(request.method)
+        if callback is None:
+            return JsonResponse({"detail": "Method Not Allowed"}, status=405, headers={"Allow": allowed})
+        return callback(request, *args, **kwargs)
+
+    dispatch.method_callbacks = {m: cb for m, cb in callbacks.items() if m != "HEAD"}
+    return dispatch
+
+
+def healthz(request):
+    """200 when the database answers, 503 when it does not."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except Exception:
+        return JsonResponse({"status": "unavailable", "database": "unreachable"}, status=503)
+    return JsonResponse({"status": "ok", "database": "ok"})

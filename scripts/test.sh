@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Install what the tests need into .venv (plus npm packages and Chromium where possible) and run
+# the whole suite on the embedded defaults (SQLite, in-memory channel layer). Extra arguments go
+# to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/pip install --disable-pip-version-check -q -r requirements-dev.txt
+for extra in scripts/test-deps.d/*.sh; do
+  [ -e "$extra" ] && bash "$extra"
+done
+.venv/bin/ruff check .
+exec .venv/bin/python -m pytest --durations=10 "$@"

@@ -1,0 +1,88 @@
+"""Shared fixtures: workspaces and API clients for an owner and an outsider, live processes, S3."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from accounts.services import api_key_create, workspace_create
+from tests.s3 import S3Server
+from tests.support import ChildProcess, LiveServer
+
+
+@pytest.fixture
+def workspace(db):
+    return workspace_create(name="owner-workspace")
+
+
+@pytest.fixture
+def other_workspace(db):
+    return workspace_create(name="outsider-workspace")
+
+
+@pytest.fixture
+def make_client(db):
+    """make_client(workspace, permissions=None, tenant=True) -> an APIClient sending a fresh key."""
+
+    def make(workspace, permissions=None, tenant=True, workspaces=None):
+        _, raw_key = api_key_create(workspaces=workspaces or [workspace], permissions=permissions)
+        client = APIClient()
+        headers = {"HTTP_X_API_KEY": raw_key}
+        if tenant:
+            headers["HTTP_X_TENANT_ID"] = str(workspace.id)
+        client.credentials(**headers)
+        client.raw_key = raw_key
+        client.workspace = workspace
+        return client
+
+    return make
+
+
+@pytest.fixture
+def api_client(make_client, workspace):
+    """The owner: every permission in `workspace`."""
+    return make_client(workspace)
+
+
+@pytest.fixture
+def outsider_client(make_client, other_workspace):
+    """Someone with every permission, but in another workspace."""
+    return make_client(other_workspace)
+
+
+@pytest.fixture
+def live_server_process(transactional_db, tmp_path):
+    """The whole service under Daphne on a free port, sharing this test's database."""
+    server = LiveServer(log_path=tmp_path / "server.log").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def start_process(transactional_db, tmp_path):
+    """start_process("run_worker", env={...}) starts a manage.py command; all are stopped afterwards."""
+    started = []
+
+    def start(*args, env=None):
+        child = ChildProcess(*args, env=env, log_path=tmp_path / f"{args[0]}-{len(started)}.log").start()
+        started.append(child)
+        return child
+
+    yield start
+    for child in started:
+        child.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    server = S3Server()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3(s3_server):
+    """The loopback S3 server, emptied and with auth enforcement off at the start of each test."""
+    s3_server.reset()
+    yield s3_server
+    s3_server.set_auth_enforced(False)

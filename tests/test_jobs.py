@@ -1,0 +1,127 @@
+"""The job queue: leases, reclaiming a dead worker's job, periodic jobs that run once."""
+
+from __future__ import annotations
+
+import signal
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from core import services
+from core.models import Job, PeriodicLease
+from core.registry import HANDLERS, Handler, Periodic, RetryLater
+from core.worker import Worker
+
+pytestmark = pytest.mark.django_db
+
+calls: list = []
+
+
+@pytest.fixture
+def registered(monkeypatch):
+    calls.clear()
+
+    def record(job, lease):
+        calls.append(job.payload["n"])
+
+    def retry(job, lease):
+        raise RetryLater(60, "not yet")
+
+    def fail(job, lease):
+        raise ValueError("broken")
+
+    monkeypatch.setitem(HANDLERS, "test.record", Handler("test.record", "default", record))
+    monkeypatch.setitem(HANDLERS, "test.retry", Handler("test.retry", "default", retry))
+    monkeypatch.setitem(HANDLERS, "test.fail", Handler("test.fail", "default", fail))
+
+
+def test_a_worker_runs_a_queued_job_once(registered):
+    job = services.job_enqueue(kind="test.record", payload={"n": 1})
+    worker = Worker(run_periodic=False)
+    assert worker.run_once() is True
+    assert worker.run_once() is False
+    job.refresh_from_db()
+    assert calls == [1]
+    assert job.status == Job.Status.DONE and job.attempts == 1
+
+
+def test_two_workers_never_claim_the_same_job(registered):
+    services.job_enqueue(kind="test.record", payload={"n": 1})
+    first = services.job_claim(worker_id="a", queues=None, lease_seconds=60)
+    second = services.job_claim(worker_id="b", queues=None, lease_seconds=60)
+    assert first is not None and second is None
+
+
+def test_a_job_whose_lease_expired_is_reclaimed(registered):
+    services.job_enqueue(kind="test.record", payload={"n": 1})
+    job = services.job_claim(worker_id="dead", queues=None, lease_seconds=60)
+    Job.objects.filter(id=job.id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    reclaimed = services.job_claim(worker_id="alive", queues=None, lease_seconds=60)
+    assert reclaimed.id == job.id and reclaimed.lease_owner == "alive" and reclaimed.attempts == 2
+    assert services.job_finish(job=job, worker_id="dead") is False
+
+
+def test_queues_filter_what_a_worker_claims(registered):
+    services.job_enqueue(kind="test.record", payload={"n": 1}, queue="exports")
+    assert services.job_claim(worker_id="a", queues=["deployments"], lease_seconds=60) is None
+    assert services.job_claim(worker_id="a", queues=["exports"], lease_seconds=60) is not None
+
+
+def test_retry_later_puts_the_job_back_with_a_delay(registered):
+    job = services.job_enqueue(kind="test.retry")
+    Worker(run_periodic=False).run_once()
+    job.refresh_from_db()
+    assert job.status == Job.Status.QUEUED and job.run_after > timezone.now() + timedelta(seconds=50)
+
+
+def test_a_failing_job_is_marked_failed_with_its_error(registered):
+    job = services.job_enqueue(kind="test.fail")
+    Worker(run_periodic=False).run_once()
+    job.refresh_from_db()
+    assert job.status == Job.Status.FAILED and "broken" in job.last_error
+
+
+def test_a_periodic_job_runs_once_per_interval_across_workers(monkeypatch):
+    ran = []
+    monkeypatch.setattr("core.worker.PERIODICS", {"test.tick": Periodic("test.tick", 3600, lambda: ran.append(1))})
+    workers = [Worker() for _ in range(3)]
+    for worker in workers:
+        worker.run_due_periodics()
+    assert ran == [1]
+    lease = PeriodicLease.objects.get(name="test.tick")
+    assert lease.next_run_at > timezone.now() + timedelta(minutes=59)
+    assert lease.lease_owner == ""
+
+
+@pytest.mark.live
+def test_run_worker_processes_jobs_and_logs_start_and_end(start_process):
+    job = services.job_enqueue(kind="core.noop", payload={})
+    worker = start_process("run_worker")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and Job.objects.get(id=job.id).status != Job.Status.DONE:
+        time.sleep(0.1)
+    assert Job.objects.get(id=job.id).status == Job.Status.DONE
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.process.wait(15) == 0
+    log = worker.output()
+    assert f"job start kind=core.noop id={job.id}" in log
+    assert f"job end kind=core.noop id={job.id} status=done" in log
+
+
+@pytest.mark.live
+def test_a_job_of_a_killed_worker_is_finished_by_another(start_process):
+    job = services.job_enqueue(kind="core.sleep", payload={"seconds": 30})
+    first = start_process("run_worker", env={"WORKER_LEASE_SECONDS": "2"})
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and Job.objects.get(id=job.id).status != Job.Status.RUNNING:
+        time.sleep(0.1)
+    first.kill(signal.SIGKILL)
+    Job.objects.filter(id=job.id).update(payload={"seconds": 0})
+    start_process("run_worker", env={"WORKER_LEASE_SECONDS": "2"})
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and Job.objects.get(id=job.id).status != Job.Status.DONE:
+        time.sleep(0.2)
+    job.refresh_from_db()
+    assert job.status == Job.Status.DONE and job.attempts == 2

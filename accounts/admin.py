@@ -71,7 +71,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
             expires_at=form.cleaned_data.get("expires_at"),
         )
         form.instance = api_key
-        obj.pk = api_key.pk
+        obj.pk, obj.prefix = api_key.pk, api_key.prefix
         self.message_user(request, f"API key created. Copy it now, it will not be shown again: {raw_key}",
                           messages.WARNING)
 

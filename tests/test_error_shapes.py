@@ -121,3 +121,12 @@ def test_an_unexpected_exception_is_a_bare_500(api_client, monkeypatch):
     response = client.post("/api/v1/workspaces", {"name": "boom"}, format="json")
     assert response.status_code == 500
     assert response.json() == {"detail": "Internal Server Error"}
+
+
+@pytest.mark.urls("tests.error_views")
+@pytest.mark.parametrize("name, status", [("BadRequest", 400), ("PermissionDenied", 403), ("NotFound", 404),
+                                          ("Conflict", 409), ("PayloadTooLarge", 413)])
+def test_domain_errors_become_detail_bodies_with_their_status(client, name, status):
+    response = client.get(f"/raise/{name}")
+    assert response.status_code == status
+    assert response.json() == {"detail": "Told to fail."}

@@ -19,6 +19,12 @@ from django.core.exceptions import ImproperlyConfigured
 BASE_DIR = Path(__file__).resolve().parent.parent
 log = logging.getLogger("config")
 
+# Checkpoints are only ever rebuilt into an allowlist of safe types, so a tampered checkpoint row
+# cannot construct arbitrary objects (GHSA-g48c-2wqr-h844). langgraph reads this once, when it is
+# first imported, which is why it is set here before any app imports it; chat/checkpointer.py
+# refuses to start if strict mode is not in effect.
+os.environ.setdefault("LANGGRAPH_STRICT_MSGPACK", "true")
+
 
 def env_str(name: str, default: str = "") -> str:
     return os.environ.get(name, default)
@@ -124,6 +130,7 @@ INSTALLED_APPS = [
     "tracing",
     "exports",
     "deployments",
+    "agentauth",
     "chat",
 ]
 
@@ -196,12 +203,13 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": env_int("CHANNEL_LAYER_CAPACITY", 100)},
         }
     }
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer",
+                                  "CONFIG": {"capacity": env_int("CHANNEL_LAYER_CAPACITY", 100)}}}
     CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "service_cache"}
     }
@@ -227,7 +235,20 @@ LOGIN_URL = "/admin/login/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
 JSON_BODY_MAX_BYTES = env_int("JSON_BODY_MAX_BYTES", 1024 * 1024)
 TRACE_BODY_MAX_BYTES = env_int("TRACE_BODY_MAX_BYTES", 20 * 1024 * 1024)
+# A zstd-compressed trace batch may inflate to this much (the SDK fills a frame to ~20 MiB before it
+# compresses it, plus one run); more is refused with 413 while decompressing.
+TRACE_DECOMPRESSED_MAX_BYTES = env_int("TRACE_DECOMPRESSED_MAX_BYTES", 64 * 1024 * 1024)
 DEPLOY_UPLOAD_MAX_BYTES = env_int("DEPLOY_UPLOAD_MAX_BYTES", 200 * 1000 * 1000)
+
+# Egress guard (core/egress.py): hosts and CIDRs that tenant-supplied URLs may reach although
+# they are not public (e.g. "127.0.0.1,minio.internal,10.1.2.0/24,*.minio.internal").
+EGRESS_ALLOWLIST = env_list("EGRESS_ALLOWLIST")
+
+# Bulk export destinations (exports app).
+# Omitted `credentials` = the S3 client's standard credential chain: self-hosted installs only.
+EXPORTS_ALLOW_AMBIENT_CREDENTIALS = env_bool("EXPORTS_ALLOW_AMBIENT_CREDENTIALS", False)
+EXPORTS_REQUIRE_HTTPS = env_bool("EXPORTS_REQUIRE_HTTPS", not DEBUG)
+EXPORTS_CREDENTIAL_PURGE_GRACE_SECONDS = env_int("EXPORTS_CREDENTIAL_PURGE_GRACE_SECONDS", 600)
 
 # Security headers; secure defaults whenever DEBUG is off.
 _https = _public.scheme == "https"
@@ -286,14 +307,64 @@ SPECTACULAR_SETTINGS = {
 # Daphne does not serve static files itself; the ASGI app does when this is on.
 SERVE_STATIC = env_bool("SERVE_STATIC", True)
 
+# OAuth auth service (agentauth). The frontend callback page is where the browser lands after a
+# flow; the default is the project's own page. Flows (and their state) live 10 minutes.
+OAUTH_FRONTEND_CALLBACK_URL = env_str("OAUTH_FRONTEND_CALLBACK_URL", f"{PUBLIC_BASE_URL}/auth/done")
+OAUTH_FLOW_TTL_SECONDS = env_int("OAUTH_FLOW_TTL_SECONDS", 600)
+OAUTH_TOKEN_CONNECT_TIMEOUT_SECONDS = float(env_str("OAUTH_TOKEN_CONNECT_TIMEOUT_SECONDS", "5"))
+OAUTH_TOKEN_READ_TIMEOUT_SECONDS = float(env_str("OAUTH_TOKEN_READ_TIMEOUT_SECONDS", "10"))
+
 # Background work (run_worker).
 WORKER_LEASE_SECONDS = env_int("WORKER_LEASE_SECONDS", 60)
 WORKER_POLL_SECONDS = float(env_str("WORKER_POLL_SECONDS", "1.0"))
+
+# Deployment control plane (deployments). The local runner builds and runs tenant code on this
+# host, so it is on by default only in development: see the README before enabling it.
+DEPLOY_LOCAL_RUNNER_ENABLED = env_bool("DEPLOY_LOCAL_RUNNER_ENABLED", DEBUG)
+DEPLOY_ROOT = Path(env_str("DEPLOY_ROOT", str(DATA_DIR / "deployments")))
+# Directories under which `file://` git repositories may be deployed (empty: none).
+DEPLOY_GIT_ALLOWED_ROOTS = env_list("DEPLOY_GIT_ALLOWED_ROOTS")
+DEPLOY_GIT_TIMEOUT_SECONDS = env_int("DEPLOY_GIT_TIMEOUT_SECONDS", 300)
+DEPLOY_UPLOAD_URL_TTL_SECONDS = env_int("DEPLOY_UPLOAD_URL_TTL_SECONDS", 900)
+DEPLOY_UPLOAD_MAX_FILES = env_int("DEPLOY_UPLOAD_MAX_FILES", 20000)
+DEPLOY_UPLOAD_MAX_UNPACKED_BYTES = env_int("DEPLOY_UPLOAD_MAX_UNPACKED_BYTES", 1000 * 1000 * 1000)
+# Extra arguments for every `pip install` of a build, e.g. "--no-index --find-links /wheels".
+DEPLOY_PIP_ARGS = env_str("DEPLOY_PIP_ARGS")
+DEPLOY_BUILD_TIMEOUT_SECONDS = env_int("DEPLOY_BUILD_TIMEOUT_SECONDS", 900)
+DEPLOY_HEALTH_TIMEOUT_SECONDS = env_int("DEPLOY_HEALTH_TIMEOUT_SECONDS", 90)
+DEPLOY_RECONCILE_SECONDS = env_int("DEPLOY_RECONCILE_SECONDS", 15)
+# A step whose worker died this many times ends the revision *_FAILED instead of running again.
+DEPLOY_STEP_MAX_ATTEMPTS = env_int("DEPLOY_STEP_MAX_ATTEMPTS", 3)
+
+# Trace store (tracing): runs that started more than this many days ago are deleted by the
+# `tracing.prune_runs` periodic job and `manage.py prune_runs`; 0 keeps runs forever.
+TRACING_RETENTION_DAYS = env_int("TRACING_RETENTION_DAYS", 30)
+# A file that gets one JSON line per ingestion request with where its time went (unset: off).
+TRACING_INGEST_LOG = env_str("TRACING_INGEST_LOG")
 
 # Demo workspace and admin created by `serve`.
 DEMO_WORKSPACE = env_str("DEMO_WORKSPACE", "demo")
 ADMIN_USERNAME = env_str("ADMIN_USERNAME", "admin")
 ADMIN_PASSWORD = env_str("ADMIN_PASSWORD")
+
+# Streaming chat (chat app). CHAT_MODEL and CHAT_AGENT_DELAY_SCALE are also read by chat/agent directly.
+CHAT_MODEL = env_str("CHAT_MODEL")
+CHAT_GRAPH = env_str("CHAT_GRAPH", "chat.agent.graph:build_graph")
+CHAT_ALLOW_ANONYMOUS = env_bool("CHAT_ALLOW_ANONYMOUS", DEBUG)
+CHAT_WORKSPACE = env_str("CHAT_WORKSPACE", DEMO_WORKSPACE)
+CHAT_TRACING_PROJECT = env_str("CHAT_TRACING_PROJECT", "chat")
+CHAT_EVENT_RETENTION = env_int("CHAT_EVENT_RETENTION", 20000)
+CHAT_MAX_STREAMS = env_int("CHAT_MAX_STREAMS", 50)
+CHAT_SSE_HEARTBEAT_SECONDS = float(env_str("CHAT_SSE_HEARTBEAT_SECONDS", "15"))
+# What a stream without a cursor replays: "thread" (every retained event, as the examples do) or "run" (the newest
+# run only, so that a new client session on an old thread does not take an earlier run's end for its own).
+CHAT_REPLAY_SCOPE = env_str("CHAT_REPLAY_SCOPE", "thread")
+# Subscribers re-read the event store this often even without a wake-up: that is how a run in another
+# process reaches them with the in-memory channel layer, and a safety net behind Redis.
+CHAT_STORE_POLL_SECONDS = float(env_str("CHAT_STORE_POLL_SECONDS", "1.0" if REDIS_URL else "0.1"))
+CHAT_RUN_HEARTBEAT_SECONDS = float(env_str("CHAT_RUN_HEARTBEAT_SECONDS", "2"))
+CHAT_RUN_STALE_SECONDS = env_int("CHAT_RUN_STALE_SECONDS", 30)
+CHAT_SWEEP_SECONDS = env_int("CHAT_SWEEP_SECONDS", 10)
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 LOGGING = {
@@ -307,6 +378,10 @@ LOGGING = {
         "botocore": {"level": "WARNING"},
         "boto3": {"level": "WARNING"},
         "urllib3": {"level": "WARNING"},
+        "s3transfer": {"level": "WARNING"},
+        # httpx logs every request URL at INFO; tenant URLs may carry tokens in their query.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},
     },
 }

@@ -12,4 +12,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("", include("accounts.urls")),
+    path("", include("exports.urls")),
+    path("", include("agentauth.urls")),
 ]

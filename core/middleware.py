@@ -6,9 +6,11 @@ import logging
 import re
 
 from django.conf import settings
-from django.http import JsonResponse
+from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
+from django.http import Http404, JsonResponse
 
 log = logging.getLogger("core.errors")
+_CLIENT_ERRORS = (Http404, PermissionDenied, BadRequest, SuspiciousOperation)
 
 # Routes that need more than the JSON limit declare it here; the first match wins.
 ROUTE_BODY_LIMITS = [
@@ -78,6 +80,10 @@ class JsonErrorPagesMiddleware:
         return response
 
     def process_exception(self, request, exception):
+        # 404, 403 and 400 exceptions are answers, not crashes: Django renders them (as JSON outside
+        # the browser routes, in __call__), e.g. the admin's 403 for a read-only model's add page.
+        if isinstance(exception, _CLIENT_ERRORS):
+            return None
         if _is_browser_route(request.path) and settings.DEBUG:
             return None
         log.exception("Unhandled error on %s %s", request.method, request.path)

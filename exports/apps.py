@@ -5,3 +5,8 @@ from django.apps import AppConfig
 
 class ExportsConfig(AppConfig):
     name = "exports"
+
+    def ready(self) -> None:
+        from exports import logredact
+
+        logredact.install()

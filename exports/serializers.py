@@ -1,0 +1,222 @@
+"""Request and response shapes of the destinations API (LangSmith's BulkExportDestination*).
+
+Credentials appear only in input serializers; no output serializer has a credential field, so
+they are absent from every response and every response schema.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from rest_framework import serializers
+
+from exports.models import Destination
+from exports.storage import ADDRESSING_STYLES
+
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_IPV4_LIKE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class StrictSerializer(serializers.Serializer):
+    """Unknown keys are a 422 (`extra_forbidden`), not silently ignored: they configure egress."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {key: [serializers.ErrorDetail("Extra inputs are not permitted", code="extra_forbidden")]
+                     for key in unknown})
+        return super().to_internal_value(data)
+
+
+class ConfigKwargsS3Serializer(StrictSerializer):
+    addressing_style = serializers.ChoiceField(choices=ADDRESSING_STYLES, default="auto")
+    payload_signing_enabled = serializers.BooleanField(required=False, allow_null=True)
+
+    class Meta:
+        ref_name = "BotocoreS3Config"
+
+
+class S3AdditionalKwargsSerializer(StrictSerializer):
+    """Extra PutObject arguments; only these (storage.PUT_EXTRA_ARGS) reach the client."""
+
+    ServerSideEncryption = serializers.ChoiceField(choices=["AES256", "aws:kms", "aws:kms:dsse"], required=False)
+    SSEKMSKeyId = serializers.CharField(max_length=2048, required=False)
+
+    class Meta:
+        ref_name = "S3AdditionalKwargs"
+
+
+class S3ConfigInputSerializer(StrictSerializer):
+    bucket_name = serializers.CharField(min_length=3, max_length=63)
+    prefix = serializers.CharField(max_length=1024, allow_blank=True, required=False, default="")
+    region = serializers.RegexField(r"^[a-z0-9-]+$", max_length=64, required=False, allow_null=True)
+    endpoint_url = serializers.CharField(max_length=2048, required=False, allow_null=True, allow_blank=True)
+    include_bucket_in_prefix = serializers.BooleanField(required=False, default=True)
+    config_kwargs_s3 = ConfigKwargsS3Serializer(required=False, allow_null=True)
+    s3_additional_kwargs = S3AdditionalKwargsSerializer(required=False, allow_null=True)
+    aws_role_arn = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+
+    class Meta:
+        ref_name = "BulkExportDestinationS3Config"
+
+    def validate_bucket_name(self, value: str) -> str:
+        if not _BUCKET.match(value) or ".." in value or ".-" in value or "-." in value or _IPV4_LIKE.match(value):
+            raise serializers.ValidationError(
+                "Bucket names have 3-63 lowercase letters, digits, dots and hyphens, start and end with a letter "
+                "or digit, and are not formatted like an IP address.")
+        return value
+
+    def validate_prefix(self, value: str) -> str:
+        if _CONTROL.search(value):
+            raise serializers.ValidationError("The prefix may not contain control characters.")
+        return value.strip("/")
+
+    def validate_endpoint_url(self, value: str | None) -> str | None:
+        if not value:
+            return None
+        parts = urlsplit(value)
+        if _CONTROL.search(value) or " " in value or not value.isascii():
+            raise serializers.ValidationError("The endpoint URL may not contain spaces or control characters.")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise serializers.ValidationError("The endpoint URL must be an http(s) URL with a host.")
+        if "@" in parts.netloc or parts.query or parts.fragment:
+            raise serializers.ValidationError("The endpoint URL may not contain user information, a query or a "
+                                              "fragment.")
+        return value.rstrip("/")
+
+    def validate_aws_role_arn(self, value):
+        if value:
+            raise serializers.ValidationError("aws_role_arn is not supported: give credentials instead.")
+        return None
+
+    def validate(self, attrs: dict) -> dict:
+        style = (attrs.get("config_kwargs_s3") or {}).get("addressing_style", "auto")
+        if not attrs.get("endpoint_url") and not attrs.get("region"):
+            raise serializers.ValidationError({"region": "region is required for AWS buckets (when endpoint_url is "
+                                                         "omitted)."})
+        if attrs.get("include_bucket_in_prefix") is False:
+            if not attrs.get("endpoint_url"):
+                raise serializers.ValidationError({"include_bucket_in_prefix": (
+                    "include_bucket_in_prefix=false is for an endpoint_url that already names the bucket; "
+                    "give that endpoint_url.")})
+            if style == "virtual":
+                raise serializers.ValidationError({"include_bucket_in_prefix": (
+                    "include_bucket_in_prefix=false means the endpoint already names the bucket: it cannot be "
+                    "combined with addressing_style=virtual.")})
+        return attrs
+
+
+def normalise_config(attrs: dict) -> dict:
+    """The stored form: every key present, defaults applied."""
+    kwargs = {k: v for k, v in (attrs.get("config_kwargs_s3") or {"addressing_style": "auto"}).items()
+              if v is not None}
+    return {
+        "bucket_name": attrs["bucket_name"],
+        "prefix": attrs.get("prefix") or "",
+        "region": attrs.get("region") or None,
+        "endpoint_url": attrs.get("endpoint_url") or None,
+        "include_bucket_in_prefix": attrs.get("include_bucket_in_prefix", True),
+        "config_kwargs_s3": {"addressing_style": "auto", **kwargs},
+        "s3_additional_kwargs": dict(attrs.get("s3_additional_kwargs") or {}),
+    }
+
+
+class S3CredentialsInputSerializer(StrictSerializer):
+    access_key_id = serializers.CharField(min_length=1, max_length=255)
+    secret_access_key = serializers.CharField(min_length=1, max_length=2048)
+    session_token = serializers.CharField(max_length=2048, required=False, allow_null=True, allow_blank=True)
+
+    class Meta:
+        ref_name = "BulkExportDestinationS3Credentials"
+
+
+class DestinationCreateInputSerializer(serializers.Serializer):
+    destination_type = serializers.ChoiceField(choices=Destination.Type.choices, default=Destination.Type.S3)
+    display_name = serializers.RegexField(r"^[a-zA-Z0-9\-_ ']+$", max_length=255)
+    config = S3ConfigInputSerializer()
+    credentials = S3CredentialsInputSerializer(required=False, allow_null=True)
+    aws_role_arn = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+
+    class Meta:
+        ref_name = "BulkExportDestinationCreate"
+
+    def validate_aws_role_arn(self, value):
+        if value:
+            raise serializers.ValidationError("aws_role_arn is not supported: give credentials instead.")
+        return None
+
+    def validate(self, attrs):
+        if not attrs.get("credentials") and not settings.EXPORTS_ALLOW_AMBIENT_CREDENTIALS:
+            raise serializers.ValidationError({"credentials": serializers.ErrorDetail(
+                "credentials are required: environment-based credentials are not enabled on this installation.",
+                code="missing")})
+        return attrs
+
+
+class DestinationUpdateInputSerializer(StrictSerializer):
+    credentials = S3CredentialsInputSerializer()
+    aws_role_arn = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+
+    FIXED_FIELDS = ("config", "display_name", "destination_type")
+
+    class Meta:
+        ref_name = "BulkExportDestinationUpdate"
+
+    def to_internal_value(self, data):
+        # The rest of a destination cannot change: say so instead of a bare "extra input".
+        fixed = [name for name in self.FIXED_FIELDS if isinstance(data, dict) and name in data]
+        if fixed:
+            raise serializers.ValidationError({name: [serializers.ErrorDetail(
+                "Only credentials can be updated; create a new destination to change this.",
+                code="read_only")] for name in fixed})
+        return super().to_internal_value(data)
+
+    def validate_aws_role_arn(self, value):
+        if value:
+            raise serializers.ValidationError("aws_role_arn is not supported: give credentials instead.")
+        return None
+
+
+class ConfigKwargsS3OutputSerializer(serializers.Serializer):
+    addressing_style = serializers.CharField()
+    payload_signing_enabled = serializers.BooleanField(required=False)
+
+    class Meta:
+        ref_name = "BotocoreS3ConfigOut"
+
+
+class S3ConfigOutputSerializer(serializers.Serializer):
+    bucket_name = serializers.CharField()
+    prefix = serializers.CharField(allow_blank=True)
+    region = serializers.CharField(allow_null=True)
+    endpoint_url = serializers.CharField(allow_null=True)
+    include_bucket_in_prefix = serializers.BooleanField()
+    config_kwargs_s3 = ConfigKwargsS3OutputSerializer()
+    s3_additional_kwargs = serializers.DictField(child=serializers.CharField())
+
+    class Meta:
+        ref_name = "BulkExportDestinationS3ConfigOut"
+
+    def to_representation(self, instance: dict) -> dict:
+        full = {"prefix": "", "region": None, "endpoint_url": None, "include_bucket_in_prefix": True,
+                "config_kwargs_s3": {"addressing_style": "auto"}, "s3_additional_kwargs": {}, **instance}
+        return super().to_representation(full)
+
+
+class DestinationOutputSerializer(serializers.Serializer):
+    destination_type = serializers.CharField()
+    display_name = serializers.CharField()
+    config = S3ConfigOutputSerializer()
+    id = serializers.UUIDField()
+    tenant_id = serializers.UUIDField(source="workspace_id")
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    credentials_keys = serializers.ListField(child=serializers.CharField())
+
+    class Meta:
+        ref_name = "BulkExportDestination"

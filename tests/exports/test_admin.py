@@ -1,0 +1,133 @@
+"""The destinations admin: same validation and messages as the API, credentials never rendered."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.db import connection
+
+from exports import usage
+from exports.models import CredentialVersion, Destination
+from tests.exports.conftest import BUCKET, WRITE_ACTIONS, destination_body, object_keys
+from tests.s3 import allow
+
+pytestmark = pytest.mark.usefixtures("egress_loopback")
+ADD = "/admin/exports/destination/add/"
+CHANGELIST = "/admin/exports/destination/"
+
+
+def add_form(workspace, endpoint, credentials, **overrides) -> dict:
+    data = {"workspace": str(workspace.id), "display_name": "From the admin", "bucket_name": BUCKET,
+            "prefix": "exports", "region": "", "endpoint_url": endpoint, "include_bucket_in_prefix": "on",
+            "addressing_style": "auto", "session_token": "", **credentials.as_dict()}
+    data.update(overrides)
+    return data
+
+
+def errors_of(response) -> str:
+    return " ".join(re.findall(r'<ul class="errorlist[^"]*"[^>]*>(.*?)</ul>', response.content.decode(), re.S))
+
+
+@pytest.fixture
+def destination(api_client, s3, writer):
+    response = api_client.post("/api/v1/bulk-exports/destinations", destination_body(s3.endpoint, writer),
+                               format="json")
+    return Destination.objects.get(id=response.json()["id"])
+
+
+def test_the_add_form_has_empty_password_inputs_for_credentials(admin_client):
+    page = admin_client.get(ADD).content.decode()
+    for name in ("access_key_id", "secret_access_key", "session_token"):
+        tag = re.search(rf'<input[^>]*name="{name}"[^>]*>', page).group(0)
+        assert 'type="password"' in tag and "value=" not in tag
+
+
+def test_the_add_form_creates_a_destination_after_the_test_write(admin_client, workspace, s3, writer):
+    response = admin_client.post(ADD, add_form(workspace, s3.endpoint, writer))
+    assert response.status_code == 302, errors_of(response)
+    destination = Destination.objects.get()
+    assert destination.workspace == workspace and destination.config["bucket_name"] == BUCKET
+    assert destination.credentials_keys == ["access_key_id", "secret_access_key"]
+    assert object_keys(s3) == []
+
+
+def test_a_failing_test_write_is_a_form_error_and_nothing_is_rendered_back(admin_client, workspace, s3, bucket):
+    nobody = s3.create_user("nobody")
+    s3.set_auth_enforced(True)
+    response = admin_client.post(ADD, add_form(workspace, s3.endpoint, nobody))
+    assert response.status_code == 200
+    assert "Failed to validate S3 destination: Access denied" in errors_of(response)
+    page = response.content.decode()
+    assert nobody.secret_access_key not in page and nobody.access_key_id not in page
+    assert Destination.objects.count() == 0
+
+
+def test_invalid_configuration_shows_the_apis_messages_on_the_fields(admin_client, workspace, s3, writer):
+    response = admin_client.post(ADD, add_form(workspace, s3.endpoint, writer, bucket_name="Bad_Bucket"))
+    assert "Bucket names have 3-63 lowercase letters" in errors_of(response)
+    assert Destination.objects.count() == 0
+
+
+def test_the_change_form_rotates_credentials_with_patchs_rules(admin_client, destination, s3, bucket):
+    url = f"{CHANGELIST}{destination.id}/change/"
+    page = admin_client.get(url).content.decode()
+    assert "revision 1: access_key_id, secret_access_key" in page
+    reader = s3.create_user("reader", [allow(["s3:GetObject"], bucket)])
+    successor = s3.create_user("successor", [allow(WRITE_ACTIONS, bucket)])
+    s3.set_auth_enforced(True)
+    refused = admin_client.post(url, {**reader.as_dict(), "session_token": "", "_save": "Save"})
+    assert "Failed to validate S3 destination: Access denied" in errors_of(refused)
+    assert CredentialVersion.objects.count() == 1
+    accepted = admin_client.post(url, {**successor.as_dict(), "session_token": "", "_save": "Save"})
+    assert accepted.status_code == 302, errors_of(accepted)
+    destination.refresh_from_db()
+    assert destination.credentials_revision == 2 and CredentialVersion.objects.count() == 2
+
+
+def test_validate_again_reports_success_and_failure(admin_client, destination, s3):
+    response = admin_client.post(CHANGELIST, {"action": "validate_again", "_selected_action": [destination.id]},
+                                 follow=True)
+    assert "the test write succeeded" in response.content.decode()
+    s3.client().delete_bucket(Bucket=BUCKET)
+    response = admin_client.post(CHANGELIST, {"action": "validate_again", "_selected_action": [destination.id]},
+                                 follow=True)
+    assert "Failed to validate S3 destination: Bucket is not valid" in response.content.decode()
+
+
+def test_validate_again_with_undecryptable_credentials_says_so_without_breaking_pages(admin_client, destination):
+    pk = CredentialVersion._meta.pk.get_db_prep_value(destination.current_credentials_id, connection)
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE exports_credentialversion SET secret = %s WHERE id = %s", ["gAAAAAbroken", pk])
+    response = admin_client.post(CHANGELIST, {"action": "validate_again", "_selected_action": [destination.id]},
+                                 follow=True)
+    assert "cannot be read" in response.content.decode()
+    assert admin_client.get(f"{CHANGELIST}{destination.id}/change/").status_code == 200
+    assert admin_client.get("/admin/exports/credentialversion/").status_code == 200
+
+
+def test_the_admin_shares_the_validation_rate_limit_and_sends_nothing_when_over_it(
+        admin_client, destination, settings, connections):
+    # Two per minute: the API call that created the destination was the first (same scope, same workspace).
+    settings.THROTTLE_RATES = {**settings.THROTTLE_RATES, "destination-validation": "2/min"}
+    first = admin_client.post(CHANGELIST, {"action": "validate_again", "_selected_action": [destination.id]},
+                              follow=True)
+    assert "the test write succeeded" in first.content.decode()
+    before = len(connections)
+    second = admin_client.post(CHANGELIST, {"action": "validate_again", "_selected_action": [destination.id]},
+                               follow=True)
+    assert "Too many destination validations in this workspace" in second.content.decode()
+    assert len(connections) == before
+
+
+def test_deleting_from_the_admin_goes_through_the_service(admin_client, destination):
+    usage.register("busy", destinations_in_use=lambda ids: ids, pinned_credential_versions=lambda ids: [])
+    try:
+        response = admin_client.post(CHANGELIST, {"action": "delete_destinations",
+                                                  "_selected_action": [destination.id]}, follow=True)
+    finally:
+        usage.unregister("busy")
+    assert "has not finished" in response.content.decode()
+    admin_client.post(CHANGELIST, {"action": "delete_destinations", "_selected_action": [destination.id]})
+    destination.refresh_from_db()
+    assert destination.deleted_at is not None

@@ -12,6 +12,11 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_asgi_app = get_asgi_application()
 
+from core.daphne_compat import disable_twisted_form_parsing  # noqa: E402
+
+# Twisted would answer 400 to multipart bodies it cannot parse itself (zstd traces) before Django.
+disable_twisted_form_parsing()
+
 from django.conf import settings  # noqa: E402
 
 if settings.SERVE_STATIC:

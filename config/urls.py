@@ -13,5 +13,6 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("", include("accounts.urls")),
     path("", include("exports.urls")),
+    path("", include("tracing.urls")),
     path("", include("agentauth.urls")),
 ]

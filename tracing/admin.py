@@ -1,0 +1,110 @@
+"""Read-only admin for the trace store: projects, runs, a run's tree, its inputs and outputs."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+
+from tracing import selectors
+from tracing.models import Run, TracingProject
+
+TREE_LIMIT = 500
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Runs come from the SDK and the tracer and leave by retention; nobody edits them by hand."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(TracingProject)
+class TracingProjectAdmin(ReadOnlyAdmin):
+    list_display = ["name", "workspace", "id", "created_at", "runs_link"]
+    list_filter = ["workspace"]
+    list_select_related = ["workspace"]
+    search_fields = ["name", "=id"]
+    fields = ["id", "name", "workspace", "created_at", "runs_link"]
+    readonly_fields = fields
+
+    @admin.display(description="runs")
+    def runs_link(self, obj):
+        url = reverse("admin:tracing_run_changelist") + f"?session__id__exact={obj.id}"
+        return format_html('<a href="{}">runs</a>', url)
+
+
+def _pretty_json(value) -> str:
+    return format_html("<pre style='white-space: pre-wrap; max-height: 40em; overflow: auto'>{}</pre>",
+                       json.dumps(value, indent=2, sort_keys=True, default=str))
+
+
+@admin.register(Run)
+class RunAdmin(ReadOnlyAdmin):
+    list_display = ["name", "run_type", "status", "session", "start_time", "latency", "total_tokens", "is_root"]
+    list_filter = ["status", "run_type", "is_root", ("start_time", admin.DateFieldListFilter), "session"]
+    list_select_related = ["session"]
+    search_fields = ["=id", "=trace_id", "name"]
+    ordering = ["-start_time"]
+    date_hierarchy = "start_time"
+    # Counting every run for the pagination line is a full scan on a large store.
+    show_full_result_count = False
+    fieldsets = [
+        (None, {"fields": ["id", "name", "run_type", "status", "session", "workspace", "start_time", "end_time",
+                           "first_token_time", "error_text"]}),
+        ("Trace", {"fields": ["tree", "trace_id", "parent_run_id", "dotted_order", "is_root", "trace_tier"]}),
+        ("Data", {"fields": ["inputs_json", "outputs_json", "extra_json", "events_json", "tags",
+                             "reference_example_id", "feedback_stats"]}),
+        ("Usage", {"fields": ["total_tokens", "prompt_tokens", "completion_tokens", "total_cost", "prompt_cost",
+                              "completion_cost"]}),
+    ]
+    readonly_fields = [name for _, options in fieldsets for name in options["fields"]]
+
+    @admin.display(description="latency")
+    def latency(self, obj):
+        if obj.end_time is None:
+            return "-"
+        return f"{(obj.end_time - obj.start_time).total_seconds():.3f} s"
+
+    @admin.display(description="error")
+    def error_text(self, obj):
+        return format_html("<pre style='white-space: pre-wrap'>{}</pre>", obj.error) if obj.error else "-"
+
+    @admin.display(description="run tree")
+    def tree(self, obj):
+        """The whole trace, indented by depth, this run in bold."""
+        rows = []
+        runs = selectors.run_tree(run=obj, limit=TREE_LIMIT + 1)
+        for run in runs[:TREE_LIMIT]:
+            depth = run.dotted_order.count(".")
+            url = reverse("admin:tracing_run_change", args=[run.id])
+            label = f"{run.name} ({run.run_type}, {run.status})"
+            weight = "bold" if run.id == obj.id else "normal"
+            rows.append((depth * 1.5, weight, url, label))
+        more = f"… and more: the tree shows the first {TREE_LIMIT} runs." if len(runs) > TREE_LIMIT else ""
+        return format_html("<div>{}</div>{}", format_html_join(
+            "", '<div style="margin-left: {}em; font-weight: {}"><a href="{}">{}</a></div>', rows), more)
+
+    @admin.display(description="inputs")
+    def inputs_json(self, obj):
+        return _pretty_json(obj.inputs)
+
+    @admin.display(description="outputs")
+    def outputs_json(self, obj):
+        return _pretty_json(obj.outputs)
+
+    @admin.display(description="extra")
+    def extra_json(self, obj):
+        return _pretty_json(obj.extra)
+
+    @admin.display(description="events")
+    def events_json(self, obj):
+        return _pretty_json(obj.events)

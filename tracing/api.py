@@ -1,0 +1,259 @@
+"""The LangSmith-compatible ingestion API and the read API of the trace store."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from core.exception_handler import flatten_errors
+from core.exceptions import RequestValidationError
+from tracing import selectors, services, wire
+from tracing.timing import Stopwatch
+from tracing.validation import run_op_from_wire
+
+TAG = ["tracing"]
+
+
+class InfoApi(APIView):
+    """What the SDK asks before it sends traces: multipart ingestion, zstd, and the batch size limit."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    class OutputSerializer(serializers.Serializer):
+        version = serializers.CharField()
+        license_expiration_time = serializers.DateTimeField(allow_null=True)
+        batch_ingest_config = serializers.DictField()
+        instance_flags = serializers.DictField()
+
+        class Meta:
+            ref_name = "TracingInfo"
+
+    @extend_schema(responses=OutputSerializer, tags=TAG)
+    def get(self, request):
+        return Response({
+            "version": settings.SPECTACULAR_SETTINGS["VERSION"],
+            "license_expiration_time": None,
+            # The SDK reads every key of this object (it does not fill in defaults when it is present).
+            "batch_ingest_config": {
+                "use_multipart_endpoint": True,
+                "size_limit_bytes": settings.TRACE_BODY_MAX_BYTES,
+                "size_limit": 100,
+                "scale_up_qsize_trigger": 1000,
+                "scale_up_nthreads_limit": 16,
+                "scale_down_nempty_trigger": 4,
+            },
+            "instance_flags": {"zstd_compression_enabled": True},
+        })
+
+
+class IngestOutputSerializer(serializers.Serializer):
+    post = serializers.IntegerField(help_text="Posts received (new runs, or data for runs already stored).")
+    patch = serializers.IntegerField(help_text="Patches received.")
+    ignored_parts = serializers.IntegerField(help_text="Multipart parts not stored (attachments, feedback).")
+
+    class Meta:
+        ref_name = "TracingIngestResult"
+
+
+class RunInputSerializer(serializers.Serializer):
+    """Documents a run body; validation itself is tracing.validation (unknown fields are ignored)."""
+
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    run_type = serializers.ChoiceField(choices=["tool", "chain", "llm", "retriever", "embedding", "prompt", "parser"])
+    start_time = serializers.DateTimeField(required=False)
+    end_time = serializers.DateTimeField(required=False)
+    trace_id = serializers.UUIDField(required=False)
+    dotted_order = serializers.CharField(required=False)
+    parent_run_id = serializers.UUIDField(required=False)
+    session_name = serializers.CharField(required=False)
+    session_id = serializers.UUIDField(required=False)
+    inputs = serializers.DictField(required=False)
+    outputs = serializers.DictField(required=False)
+    error = serializers.CharField(required=False)
+    extra = serializers.DictField(required=False)
+    events = serializers.ListField(child=serializers.DictField(), required=False)
+    tags = serializers.ListField(child=serializers.CharField(), required=False)
+    reference_example_id = serializers.UUIDField(required=False)
+
+    class Meta:
+        ref_name = "TracingRunInput"
+
+
+class _IngestApi(APIView):
+    required_permission = "tracing:write"
+    throttle_scope = "tracing-ingest"
+
+    def ingest(self, request, decode, *, kind: str | None = None, run_id=None) -> Response:
+        stopwatch = Stopwatch()
+        workspace = request.user.workspace  # an ambiguous key is a 403 before the body is read
+        with stopwatch.phase("read"):
+            body = request.body
+        with stopwatch.phase("decompress"):
+            data = wire.decompress(body, request.headers.get("Content-Encoding", ""),
+                                   limit=settings.TRACE_DECOMPRESSED_MAX_BYTES)
+        with stopwatch.phase("parse"):
+            batch = decode(data)
+        with stopwatch.phase("validate"):
+            ops, errors = [], []
+            for run_kind, loc, raw, part_id in batch.runs:
+                op, op_errors = run_op_from_wire(raw, kind=kind or run_kind, loc=loc, run_id=run_id or part_id)
+                errors += op_errors
+                if op is not None:
+                    ops.append(op)
+            if errors:
+                raise RequestValidationError(errors)
+        result = services.runs_ingest(workspace=workspace, ops=ops, stopwatch=stopwatch)
+        stopwatch.record(route=request.path, encoding=request.headers.get("Content-Encoding", "identity"),
+                         runs=len(ops), bytes=len(body))
+        return Response({"post": result.posts, "patch": result.patches, "ignored_parts": batch.ignored_parts},
+                        status=202)
+
+
+def _single_run(data: bytes) -> wire.RawBatch:
+    return wire.RawBatch(runs=[("", ["body"], wire.loads(data, ["body"]), None)])
+
+
+class RunsBatchApi(_IngestApi):
+    parser_classes = [JSONParser]
+
+    class InputSerializer(serializers.Serializer):
+        post = RunInputSerializer(many=True, required=False)
+        patch = RunInputSerializer(many=True, required=False)
+
+        class Meta:
+            ref_name = "TracingRunBatch"
+
+    @extend_schema(request=InputSerializer, responses={202: IngestOutputSerializer}, tags=TAG,
+                   description="Create and update runs in one batch; atomic: one invalid run rejects the batch.")
+    def post(self, request):
+        return self.ingest(request, wire.batch_from_json)
+
+
+class RunsMultipartApi(_IngestApi):
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(request={"multipart/form-data": OpenApiTypes.OBJECT}, responses={202: IngestOutputSerializer},
+                   tags=TAG, description="The SDK's multipart format (parts `post.<id>`, `patch.<id>`, "
+                   "`post.<id>.inputs` …), plain or with `Content-Encoding: zstd`. Atomic like /runs/batch.")
+    def post(self, request):
+        content_type = request.headers.get("Content-Type", "")
+        return self.ingest(request, lambda data: wire.batch_from_multipart(data, content_type))
+
+
+class RunCreateApi(_IngestApi):
+    parser_classes = [JSONParser]
+
+    @extend_schema(request=RunInputSerializer, responses={202: IngestOutputSerializer}, tags=TAG)
+    def post(self, request):
+        return self.ingest(request, _single_run, kind="post")
+
+
+class RunUpdateApi(_IngestApi):
+    parser_classes = [JSONParser]
+
+    @extend_schema(request=RunInputSerializer, responses={202: IngestOutputSerializer}, tags=TAG)
+    def patch(self, request, run_id):
+        return self.ingest(request, _single_run, kind="patch", run_id=run_id)
+
+
+class RunOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    tenant_id = serializers.UUIDField(source="workspace_id")
+    session_id = serializers.UUIDField()
+    trace_id = serializers.UUIDField()
+    parent_run_id = serializers.UUIDField(allow_null=True)
+    parent_run_ids = serializers.ListField(child=serializers.UUIDField())
+    reference_example_id = serializers.UUIDField(allow_null=True)
+    name = serializers.CharField()
+    run_type = serializers.CharField()
+    start_time = serializers.DateTimeField()
+    end_time = serializers.DateTimeField(allow_null=True)
+    status = serializers.CharField()
+    is_root = serializers.BooleanField()
+    dotted_order = serializers.CharField()
+    trace_tier = serializers.CharField(allow_null=True)
+    inputs = serializers.DictField()
+    outputs = serializers.DictField(allow_null=True)
+    error = serializers.CharField(allow_null=True)
+    extra = serializers.DictField()
+    events = serializers.ListField(child=serializers.DictField())
+    tags = serializers.ListField(child=serializers.CharField())
+    feedback_stats = serializers.DictField(allow_null=True)
+    total_tokens = serializers.IntegerField(allow_null=True)
+    prompt_tokens = serializers.IntegerField(allow_null=True)
+    completion_tokens = serializers.IntegerField(allow_null=True)
+    total_cost = serializers.DecimalField(max_digits=20, decimal_places=10, coerce_to_string=False, allow_null=True)
+    prompt_cost = serializers.DecimalField(max_digits=20, decimal_places=10, coerce_to_string=False, allow_null=True)
+    completion_cost = serializers.DecimalField(max_digits=20, decimal_places=10, coerce_to_string=False,
+                                               allow_null=True)
+    first_token_time = serializers.DateTimeField(allow_null=True)
+
+    class Meta:
+        ref_name = "TracingRun"
+
+
+class RunDetailApi(APIView):
+    required_permission = "tracing:read"
+
+    @extend_schema(responses=RunOutputSerializer, tags=TAG)
+    def get(self, request, run_id):
+        run = selectors.run_get(workspace=request.user.workspace, run_id=run_id)
+        return Response(RunOutputSerializer(run).data)
+
+
+class SessionOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    tenant_id = serializers.UUIDField(source="workspace_id")
+    start_time = serializers.DateTimeField(source="created_at")
+
+    class Meta:
+        ref_name = "TracingSession"
+
+
+class SessionListApi(APIView):
+    required_permission = "tracing:read"
+
+    class FilterSerializer(serializers.Serializer):
+        name = serializers.CharField(required=False)
+        limit = serializers.IntegerField(min_value=1, max_value=100, default=100)
+        offset = serializers.IntegerField(min_value=0, default=0)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("name", str, description="Only the project with this exact name."),
+                    OpenApiParameter("limit", int, description="1 to 100, default 100."),
+                    OpenApiParameter("offset", int, description="Default 0.")],
+        responses=SessionOutputSerializer(many=True), tags=TAG)
+    def get(self, request):
+        query = self.FilterSerializer(data=request.query_params)
+        if not query.is_valid():
+            raise RequestValidationError(flatten_errors(query.errors, ["query"]))
+        params = query.validated_data
+        projects = selectors.project_list(workspace=request.user.workspace, name=params.get("name"))
+        page = projects[params["offset"]:params["offset"] + params["limit"]]
+        return Response(SessionOutputSerializer(page, many=True).data)
+
+
+class SessionDetailApi(APIView):
+    required_permission = "tracing:read"
+
+    class OutputSerializer(SessionOutputSerializer):
+        run_count = serializers.IntegerField()
+        first_run_start_time = serializers.DateTimeField(allow_null=True)
+        last_run_start_time = serializers.DateTimeField(allow_null=True)
+
+        class Meta:
+            ref_name = "TracingSessionWithStats"
+
+    @extend_schema(responses=OutputSerializer, tags=TAG)
+    def get(self, request, session_id):
+        project = selectors.project_get(workspace=request.user.workspace, project_id=session_id)
+        return Response(self.OutputSerializer(project).data)

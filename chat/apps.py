@@ -5,3 +5,6 @@ from django.apps import AppConfig
 
 class ChatConfig(AppConfig):
     name = "chat"
+
+    def ready(self) -> None:
+        from chat import checks  # noqa: F401 - registers the system checks

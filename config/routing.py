@@ -2,4 +2,6 @@
 
 from __future__ import annotations
 
-http_routes: list = []
+from chat.routing import http_routes as chat_routes
+
+http_routes: list = [*chat_routes]

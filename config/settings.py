@@ -302,6 +302,8 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "DEFAULT_GENERATOR_CLASS": "core.openapi.ServiceSchemaGenerator",
+    # One name for a choice set that several fields share (source and revision_source).
+    "ENUM_NAME_OVERRIDES": {"DeploymentSourceEnum": "deployments.models.Deployment.Source"},
 }
 
 # Daphne does not serve static files itself; the ASGI app does when this is on.

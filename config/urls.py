@@ -15,4 +15,6 @@ urlpatterns = [
     path("", include("exports.urls")),
     path("", include("tracing.urls")),
     path("", include("agentauth.urls")),
+    path("", include("deployments.urls")),
+    path("", include("chat.page_urls")),
 ]

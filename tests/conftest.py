@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from rest_framework.test import APIClient
 
 from accounts.services import api_key_create, workspace_create
 from tests.s3 import S3Server
 from tests.support import ChildProcess, LiveServer
+
+
+@pytest.fixture(autouse=True)
+def _close_chat_checkpointer_connections():
+    """The chat checkpointer's worker threads keep connections open: close them after each test, or
+    PostgreSQL refuses to drop the test database at the end."""
+    yield
+    if (module := sys.modules.get("chat.checkpointer")) is not None:
+        module.close_checkpointer()
 
 
 @pytest.fixture

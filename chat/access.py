@@ -1,0 +1,148 @@
+"""Who is calling a chat route, which threads are theirs, and whether a cookie-authenticated write is same-origin.
+
+| caller | owner of the threads it creates |
+|---|---|
+| API key with `chat:use` (`X-Api-Key`, plus `X-Tenant-Id` by the foundation's rules) | the key's workspace |
+| logged-in user (Django session cookie) | that user |
+| anonymous, only with CHAT_ALLOW_ANONYMOUS | one shared anonymous owner |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from http.cookies import SimpleCookie
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, load_backend
+from django.utils.crypto import constant_time_compare
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.exceptions import PermissionDenied as DrfPermissionDenied
+
+from accounts.authentication import principal_from_headers
+from core.exceptions import RequestValidationError
+
+
+class ChatAccessError(Exception):
+    """A request refused before it reaches a thread: `status` and `code` are the protocol's."""
+
+    def __init__(self, status: int, code: str, message: str):
+        self.status, self.code, self.message = status, code, message
+        super().__init__(message)
+
+
+def unauthenticated(message: str) -> ChatAccessError:
+    return ChatAccessError(401, "unauthenticated", message)
+
+
+def permission_denied(message: str) -> ChatAccessError:
+    return ChatAccessError(403, "permission_denied", message)
+
+
+@dataclass(frozen=True)
+class Caller:
+    kind: str  # ChatThread.OwnerKind value
+    workspace: object | None = None
+    user: object | None = None
+    via_cookie: bool = False
+    # Who counts against CHAT_MAX_STREAMS: the API key, the user, or an anonymous client address.
+    stream_key: str = ""
+
+    @property
+    def owner_fields(self) -> dict:
+        return {"owner_kind": self.kind, "workspace": self.workspace, "user": self.user}
+
+    @property
+    def owner_filter(self) -> dict:
+        return {"owner_kind": self.kind,
+                "workspace_id": getattr(self.workspace, "id", None),
+                "user_id": getattr(self.user, "pk", None)}
+
+
+def resolve_caller(headers: dict[str, str], client_host: str = "") -> Caller:
+    """The caller behind a request's headers (lower-case names). Runs ORM queries: call it off the event loop.
+
+    Raises:
+        ChatAccessError: 401 unauthenticated, or 403 permission_denied (key without chat:use, ambiguous workspace).
+    """
+    try:
+        principal = principal_from_headers(headers.get("x-api-key"), headers.get("x-tenant-id"))
+    except AuthenticationFailed as exc:
+        raise unauthenticated(str(exc.detail)) from None
+    except RequestValidationError as exc:
+        raise ChatAccessError(400, "invalid_argument", f"X-Tenant-Id: {exc.errors[0]['msg']}") from None
+    if principal is not None:
+        if not principal.has_permission("chat:use"):
+            raise permission_denied("This API key lacks the chat:use permission.")
+        try:
+            workspace = principal.workspace
+        except DrfPermissionDenied as exc:
+            raise permission_denied(str(exc.detail)) from None
+        return Caller(kind="workspace", workspace=workspace, stream_key=f"key:{principal.api_key.id}")
+    user = session_user(headers.get("cookie", ""))
+    if user is not None:
+        return Caller(kind="user", user=user, via_cookie=True, stream_key=f"user:{user.pk}")
+    if settings.CHAT_ALLOW_ANONYMOUS:
+        return Caller(kind="anonymous", stream_key=f"anonymous:{client_host}")
+    raise unauthenticated("Authentication required: send X-Api-Key (with the chat:use permission) or log in.")
+
+
+def session_user(cookie_header: str):
+    """The active user of the Django session named in the Cookie header, or None."""
+    cookie = SimpleCookie()
+    try:
+        cookie.load(cookie_header or "")
+    except Exception:
+        return None
+    morsel = cookie.get(settings.SESSION_COOKIE_NAME)
+    if morsel is None or not morsel.value:
+        return None
+    from importlib import import_module
+
+    session = import_module(settings.SESSION_ENGINE).SessionStore(morsel.value)
+    try:
+        user_id = session[SESSION_KEY]
+        backend_path = session[BACKEND_SESSION_KEY]
+    except KeyError:
+        return None
+    if backend_path not in settings.AUTHENTICATION_BACKENDS:
+        return None
+    user = load_backend(backend_path).get_user(user_id)
+    if user is None or not getattr(user, "is_active", False):
+        return None
+    # Same rule as django.contrib.auth.get_user: a password change logs the session out.
+    verifier = getattr(user, "get_session_auth_hash", None)
+    if verifier and not constant_time_compare(session.get(HASH_SESSION_KEY, ""), verifier()):
+        return None
+    return user
+
+
+def check_write_origin(caller: Caller, headers: dict[str, str]) -> None:
+    """Refuse cross-site writes: a cookie-authenticated write must name our origin (Origin, else Referer).
+
+    A browser page elsewhere can send the user's cookies but cannot forge these headers. Callers without cookies
+    (API keys, anonymous scripts) send neither; a browser that does send a foreign Origin is refused too.
+
+    Raises:
+        ChatAccessError: 403 permission_denied.
+    """
+    origin = headers.get("origin")
+    if origin is None and headers.get("referer"):
+        parts = urlsplit(headers["referer"])
+        origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else "null"
+    if origin is None:
+        if caller.via_cookie:
+            raise permission_denied("Cookie-authenticated writes must come from this site (Origin or Referer).")
+        return
+    if origin not in allowed_origins(headers.get("host", "")):
+        raise permission_denied(f"Cross-origin request refused: {origin} is not this site's origin.")
+
+
+def allowed_origins(host: str) -> set[str]:
+    public = urlsplit(settings.PUBLIC_BASE_URL)
+    origins = {f"{public.scheme}://{public.netloc}", *settings.CSRF_TRUSTED_ORIGINS}
+    # The host the request was sent to, when it is one of ours (the same page served on 127.0.0.1 or localhost).
+    hostname = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
+    if host and (hostname in settings.ALLOWED_HOSTS or "*" in settings.ALLOWED_HOSTS):
+        origins |= {f"http://{host}", f"https://{host}"}
+    return origins

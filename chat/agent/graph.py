@@ -1,0 +1,41 @@
+"""The deep agent: a coordinator with no tools of its own, a `researcher` and a `math-whiz` subagent.
+
+`build_graph(checkpointer)` is what CHAT_GRAPH names by default (`chat.agent.graph:build_graph`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from deepagents import create_deep_agent
+
+from chat.agent.models import build_models
+from chat.agent.prompts import (
+    COORDINATOR_PROMPT,
+    MATH_DESCRIPTION,
+    MATH_NAME,
+    MATH_PROMPT,
+    RESEARCHER_DESCRIPTION,
+    RESEARCHER_NAME,
+    RESEARCHER_PROMPT,
+)
+from chat.agent.tools import calculator, search_web
+
+
+def build_graph(checkpointer: Any = None, *, model: str | None = None):
+    """Compile the deep agent around `checkpointer`; `model` defaults to CHAT_MODEL."""
+    spec = os.environ.get("CHAT_MODEL", "") if model is None else model
+    coordinator, researcher, math_whiz = build_models(spec.strip())
+    return create_deep_agent(
+        model=coordinator,
+        tools=[],
+        system_prompt=COORDINATOR_PROMPT,
+        subagents=[
+            {"name": RESEARCHER_NAME, "description": RESEARCHER_DESCRIPTION, "system_prompt": RESEARCHER_PROMPT,
+             "tools": [search_web], "model": researcher},
+            {"name": MATH_NAME, "description": MATH_DESCRIPTION, "system_prompt": MATH_PROMPT,
+             "tools": [calculator], "model": math_whiz},
+        ],
+        checkpointer=checkpointer,
+    )

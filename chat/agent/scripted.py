@@ -1,0 +1,185 @@
+"""The offline scripted chat model: the default when CHAT_MODEL is unset.
+
+It decides from the conversation alone (no counters, so parallel subagents cannot confuse it), streams its answer
+word by word, streams tool-call arguments in pieces, and gives the coordinator a short reasoning summary, so that a
+UI and the official clients see everything a real model would send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+
+from chat.agent.planner import calculation_expression, plan_request, research_query
+from chat.agent.prompts import MATH_NAME, RESEARCHER_NAME
+from chat.agent.tools import delay_scale
+
+MODEL_NAME = "scripted-offline"
+TOKEN_DELAY_SECONDS = 0.02
+Role = Literal["coordinator", "researcher", "math-whiz"]
+
+NOTHING_TO_DELEGATE = (
+    "I am the offline scripted model, so I can only delegate: lookups go to the researcher and arithmetic goes to "
+    "math-whiz. Ask me to research a topic or to calculate an expression, for example \"Research LangGraph "
+    "streaming, and separately calculate 42 * 17.\""
+)
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A deterministic stand-in for a chat model, playing one role of the deep agent."""
+
+    role: Role = "coordinator"
+    token_delay: float = TOKEN_DELAY_SECONDS
+
+    @property
+    def _llm_type(self) -> str:
+        return MODEL_NAME
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
+        # The script knows its tools by role; binding changes nothing.
+        return self
+
+    def respond(self, messages: Sequence[BaseMessage]) -> AIMessage:
+        """The whole answer to the conversation so far."""
+        turn = _current_turn(messages)
+        if self.role == "coordinator":
+            message = _coordinator_turn(turn)
+        elif self.role == "researcher":
+            message = _researcher_turn(turn)
+        else:
+            message = _math_turn(turn)
+        words = sum(len(str(m.content).split()) for m in messages)
+        output = len(_text_of(message).split()) + len(message.tool_calls) * 8
+        message.usage_metadata = {"input_tokens": words, "output_tokens": output, "total_tokens": words + output}
+        message.response_metadata = {"model_name": MODEL_NAME, "model_provider": "scripted"}
+        return message
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=self.respond(messages))])
+
+    async def _astream(self, messages, stop=None, run_manager=None, **kwargs) -> AsyncIterator[ChatGenerationChunk]:
+        message = self.respond(messages)
+        pause = self.token_delay * delay_scale()
+        for piece in stream_pieces(message):
+            yield ChatGenerationChunk(message=piece)
+            await asyncio.sleep(pause)
+        yield ChatGenerationChunk(message=AIMessageChunk(
+            content="", chunk_position="last", usage_metadata=message.usage_metadata,
+            response_metadata=message.response_metadata))
+
+
+def stream_pieces(message: AIMessage) -> list[AIMessageChunk]:
+    """The chunks a streaming provider would send for `message`: reasoning, text words, tool-call fragments."""
+    pieces: list[AIMessageChunk] = []
+    blocks = message.content if isinstance(message.content, list) else [{"type": "text", "text": message.content}]
+    blocks = [b for b in blocks if b.get(b.get("type"))]
+    for index, block in enumerate(blocks):
+        kind = block["type"]
+        for word in _words(block[kind]):
+            pieces.append(AIMessageChunk(content=[{"type": kind, kind: word, "index": index}]))
+    for offset, call in enumerate(message.tool_calls, start=len(blocks)):
+        arguments = json.dumps(call["args"])
+        middle = max(1, len(arguments) // 2)
+        pieces.append(AIMessageChunk(content="", tool_call_chunks=[
+            {"name": call["name"], "args": arguments[:middle], "id": call["id"], "index": offset}]))
+        pieces.append(AIMessageChunk(content="", tool_call_chunks=[
+            {"name": None, "args": arguments[middle:], "id": None, "index": offset}]))
+    return pieces
+
+
+def _words(text: str) -> list[str]:
+    words = text.split(" ")
+    return [word if i == 0 else " " + word for i, word in enumerate(words) if word or i == 0]
+
+
+def _current_turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The last human message and everything after it."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].type == "human":
+            return list(messages[index:])
+    return list(messages)
+
+
+def _text_of(message: BaseMessage) -> str:
+    if isinstance(message.content, str):
+        return message.content
+    return " ".join(b.get("text", "") for b in message.content if isinstance(b, dict) and b.get("type") == "text")
+
+
+def _call_id(turn: Sequence[BaseMessage], index: int) -> str:
+    # Deterministic for a given conversation, and different on every turn (the client keys subagents by it).
+    seed = "|".join(f"{m.type}:{m.id}:{_text_of(m)}" for m in turn) + f"#{index}"
+    return "call_" + hashlib.sha256(seed.encode()).hexdigest()[:24]
+
+
+def _reasoned(reasoning: str, text: str = "", tool_calls: list | None = None) -> AIMessage:
+    content: list[dict] = [{"type": "reasoning", "reasoning": reasoning}]
+    if text:
+        content.append({"type": "text", "text": text})
+    return AIMessage(content=content, tool_calls=tool_calls or [])
+
+
+def _coordinator_turn(turn: list[BaseMessage]) -> AIMessage:
+    results = [m for m in turn if isinstance(m, ToolMessage)]
+    if results:
+        return _coordinator_answer(turn, results)
+    plan = plan_request(_text_of(turn[0]))
+    if plan.empty:
+        return _reasoned("The request asks for neither a lookup nor a calculation, so there is nothing to "
+                         "delegate.", NOTHING_TO_DELEGATE)
+    calls = [(RESEARCHER_NAME, f"Research {topic}") for topic in plan.lookups]
+    calls += [(MATH_NAME, f"Calculate {expression}") for expression in plan.calculations]
+    parts = [f"{len(plan.lookups)} lookup(s) for the researcher"] if plan.lookups else []
+    parts += [f"{len(plan.calculations)} calculation(s) for math-whiz"] if plan.calculations else []
+    reasoning = f"The request needs {' and '.join(parts)}; delegating them in parallel."
+    tool_calls = [
+        {"name": "task", "args": {"description": description, "subagent_type": agent}, "id": _call_id(turn, i)}
+        for i, (agent, description) in enumerate(calls)
+    ]
+    return _reasoned(reasoning, tool_calls=tool_calls)
+
+
+def _coordinator_answer(turn: list[BaseMessage], results: list[ToolMessage]) -> AIMessage:
+    agents = {call["id"]: call["args"].get("subagent_type", "subagent")
+              for m in turn if isinstance(m, AIMessage) for call in m.tool_calls}
+    labels = {RESEARCHER_NAME: "Research", MATH_NAME: "Math"}
+    lines = [f"**{labels.get(agents.get(r.tool_call_id), 'Result')}** ({agents.get(r.tool_call_id, r.name)}): "
+             f"{_text_of(r).strip()}" for r in results]
+    reasoning = f"{len(results)} subagent result(s) arrived; combining them into a labeled answer."
+    return _reasoned(reasoning, "\n\n".join(lines))
+
+
+def _researcher_turn(turn: list[BaseMessage]) -> AIMessage:
+    query = research_query(_text_of(turn[0]))
+    results = [m for m in turn if isinstance(m, ToolMessage)]
+    if not results:
+        return AIMessage(content="", tool_calls=[
+            {"name": "search_web", "args": {"query": query}, "id": _call_id(turn, 0)}])
+    try:
+        hits = json.loads(_text_of(results[-1]))["results"]
+    except (ValueError, KeyError, TypeError):
+        hits = []
+    if not hits:
+        return AIMessage(content=f"I searched for \"{query}\" but found nothing useful.")
+    first = hits[0]
+    return AIMessage(content=f"I searched for \"{query}\". {first.get('snippet', '').strip()} "
+                             f"(source: {first.get('title', 'search result')}).")
+
+
+def _math_turn(turn: list[BaseMessage]) -> AIMessage:
+    expression = calculation_expression(_text_of(turn[0]))
+    results = [m for m in turn if isinstance(m, ToolMessage)]
+    if not results:
+        return AIMessage(content="", tool_calls=[
+            {"name": "calculator", "args": {"expression": expression}, "id": _call_id(turn, 0)}])
+    outcome = _text_of(results[-1]).strip()
+    if outcome.startswith("Error evaluating"):
+        return AIMessage(content=f"I could not evaluate {expression}: {outcome}")
+    return AIMessage(content=f"{expression} = {outcome}. The calculator confirms the result is {outcome}.")

@@ -1,0 +1,278 @@
+"""The chat's HTTP routes under /api/threads, as Channels consumers (streams must outlive `handle()`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections import Counter
+
+from django.conf import settings
+
+from chat import commands, db, selectors, services
+from chat.access import ChatAccessError
+from chat.graph_runtime import get_checkpointer, get_served_graph
+from chat.http import BadBody, ChatConsumer, parse_json
+from chat.hub import Subscriber, frame, hubs, wait_event
+from chat.models import ChatRun
+from chat.runner import runs
+from chat.subscriptions import InvalidSubscription, parse_subscription
+from chat.threads import InvalidStateUpdate, thread_history, thread_state_get, thread_state_update
+
+log = logging.getLogger("chat.consumers")
+SSE_HEADERS = [(b"Content-Type", b"text/event-stream"), (b"Cache-Control", b"no-cache, no-transform"),
+               (b"Connection", b"keep-alive"), (b"X-Accel-Buffering", b"no")]
+DEFAULT_TITLE = "New conversation"
+STOP_WAIT_SECONDS = 5.0
+
+
+class ThreadListConsumer(ChatConsumer):
+    """GET /api/threads: the caller's threads `[{id, title, updatedAt}]`, newest first."""
+
+    methods = ("GET",)
+
+    async def respond(self, body: bytes) -> None:
+        caller = await self.caller()
+        threads = await db.run(selectors.thread_list_for_caller, caller=caller)
+        await self.send_json(200, [
+            {"id": t.id, "title": t.title or DEFAULT_TITLE, "updatedAt": t.updated_at.isoformat()} for t in threads])
+
+
+class ThreadDeleteConsumer(ChatConsumer):
+    """DELETE /api/threads/:id: the thread, its checkpoints and writes, its runs and its event log."""
+
+    methods = ("DELETE",)
+
+    async def respond(self, body: bytes) -> None:
+        caller = await self.caller(write=True)
+        thread = await db.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
+        active = await db.run(selectors.run_active, thread=thread)
+        if active is not None:
+            await stop_run(active)
+        await get_checkpointer().adelete_thread(thread.id)
+        await db.run(services.thread_delete, thread=thread)
+        await self.send_response(204, b"")
+
+
+class StateConsumer(ChatConsumer):
+    """GET /api/threads/:id/state (404 without state) and POST (bootstrap or update)."""
+
+    methods = ("GET", "POST")
+
+    async def respond(self, body: bytes) -> None:
+        if self.scope["method"] == "GET":
+            caller = await self.caller()
+            thread = await db.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
+            state = await thread_state_get(get_served_graph(), thread.id)
+            if state is None:
+                return await self.send_error(404, "not_found", f"Thread {thread.id} not found")
+            return await self.send_json(200, state)
+        caller = await self.caller(write=True)
+        payload = parse_json(body, default={})
+        if not isinstance(payload, dict):
+            raise BadBody("The body must be a JSON object {values?, checkpoint?, checkpoint_id?, as_node?}.")
+        thread = await db.run(services.thread_claim, thread_id=self.thread_id, caller=caller)
+        try:
+            values, checkpoint, checkpoint_id, as_node = _state_update_fields(payload)
+            state = await thread_state_update(get_served_graph(), thread.id, values=values, checkpoint=checkpoint,
+                                              checkpoint_id=checkpoint_id, as_node=as_node)
+        except InvalidStateUpdate as exc:
+            return await self.send_error(422, "invalid_state_update", str(exc))
+        messages = values.get("messages") if isinstance(values, dict) else None
+        await db.run(services.thread_touch, thread=thread, messages=messages if isinstance(messages, list) else None)
+        await self.send_json(200, state)
+
+
+def _state_update_fields(payload: dict):
+    values, checkpoint = payload.get("values"), payload.get("checkpoint")
+    checkpoint_id, as_node = payload.get("checkpoint_id"), payload.get("as_node")
+    if values is not None and not isinstance(values, dict | list):
+        raise InvalidStateUpdate("values must be a JSON object (or a list of updates).")
+    if checkpoint is not None and not isinstance(checkpoint, dict):
+        raise InvalidStateUpdate("checkpoint must be an object {checkpoint_id, checkpoint_ns?}.")
+    for name, value in (("checkpoint_id", checkpoint_id), ("as_node", as_node)):
+        if value is not None and not isinstance(value, str):
+            raise InvalidStateUpdate(f"{name} must be a string.")
+    return values, checkpoint, checkpoint_id, as_node
+
+
+class HistoryConsumer(ChatConsumer):
+    """POST /api/threads/:id/history: ThreadStates newest first (`limit`, `before`, `metadata`, `checkpoint`)."""
+
+    async def respond(self, body: bytes) -> None:
+        caller = await self.caller()
+        payload = parse_json(body, default={})
+        if not isinstance(payload, dict):
+            raise BadBody("The body must be a JSON object {limit?, before?, metadata?, checkpoint?}.")
+        limit, metadata, checkpoint = payload.get("limit", 10), payload.get("metadata"), payload.get("checkpoint")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise BadBody("limit must be a whole number from 1 to 1000.")
+        if metadata is not None and not isinstance(metadata, dict) or checkpoint is not None and not isinstance(
+                checkpoint, dict):
+            raise BadBody("metadata and checkpoint must be JSON objects.")
+        thread = await db.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
+        served = get_served_graph()
+        if await thread_state_get(served, thread.id) is None:
+            return await self.send_error(404, "not_found", f"Thread {thread.id} not found")
+        try:
+            states = await thread_history(served, thread.id, limit=limit, before=payload.get("before"),
+                                          metadata=metadata, checkpoint=checkpoint)
+        except InvalidStateUpdate as exc:
+            raise BadBody(str(exc)) from None
+        await self.send_json(200, states)
+
+
+class CommandsConsumer(ChatConsumer):
+    """POST /api/threads/:id/commands: 200 with a success or error envelope for every command."""
+
+    async def respond(self, body: bytes) -> None:
+        caller_or_refusal = None
+        try:
+            caller = await self.caller(write=True)
+        except ChatAccessError as exc:
+            if exc.status != 403:
+                raise
+            caller_or_refusal = exc
+        try:
+            payload = parse_json(body)
+        except BadBody as exc:
+            return await self.send_json(200, commands.failure(None, "invalid_argument", str(exc)))
+        command_id = commands.command_id_of(payload)
+        if caller_or_refusal is not None:
+            return await self.send_json(200, commands.failure(command_id, "permission_denied",
+                                                              caller_or_refusal.message))
+        try:
+            command = commands.parse_command(payload)
+            commands.check_method(command)
+            result = await commands.execute(command, caller=caller, thread_id=self.thread_id)
+        except commands.CommandError as exc:
+            return await self.send_json(200, commands.failure(command_id, exc.code, exc.message))
+        await self.send_json(200, commands.success(command.id, result))
+
+
+class RunCancelConsumer(ChatConsumer):
+    """POST /api/threads/:id/runs/:run_id/cancel (`?wait=1` waits for the run to stop)."""
+
+    async def respond(self, body: bytes) -> None:
+        caller = await self.caller(write=True)
+        thread = await db.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
+        try:
+            run_id = uuid.UUID(self.scope["url_route"]["kwargs"]["run_id"])
+        except ValueError:
+            run_id = None
+        run = await db.run(selectors.run_get, thread=thread, run_id=run_id) if run_id else None
+        if run is None:
+            return await self.send_error(404, "not_found", f"Run {self.scope['url_route']['kwargs']['run_id']} "
+                                                           f"not found")
+        wait = self.query.get("wait", ["0"])[-1].lower() in ("1", "true", "yes")
+        status = await stop_run(run, wait=wait)
+        await self.send_json(200 if wait else 202, {"run_id": str(run.id), "status": status})
+
+
+async def stop_run(run: ChatRun, *, wait: bool = True) -> str:
+    """Set the run's cancel flag (seen by whichever process runs it) and stop it here at once if it runs here."""
+    await db.run(services.run_cancel_request, run=run)
+    runs.cancel(run.id)
+    deadline = time.monotonic() + (STOP_WAIT_SECONDS if wait else 0)
+    while True:
+        status = await db.run(selectors.run_status, run_id=run.pk)
+        if status != ChatRun.Status.RUNNING or time.monotonic() >= deadline:
+            return status or "deleted"
+        await asyncio.sleep(0.1)
+
+
+# --- SSE ---------------------------------------------------------------------------------------------------------
+# Streams open in this process per caller (CHAT_MAX_STREAMS).
+open_streams: Counter = Counter()
+
+
+def _release_stream(key: str) -> None:
+    open_streams[key] -= 1
+    if open_streams[key] <= 0:
+        del open_streams[key]
+
+
+class StreamConsumer(ChatConsumer):
+    """POST /api/threads/:id/stream (and /stream/events): replay after the cursor, then live, as SSE."""
+
+    async def respond(self, body: bytes) -> None:
+        caller = await self.caller()
+        try:
+            subscription = parse_subscription(parse_json(body, default={}), self.headers.get("last-event-id"))
+        except InvalidSubscription as exc:
+            raise BadBody(str(exc)) from None
+        thread = await db.run(services.thread_claim, thread_id=self.thread_id, caller=caller)
+        expired_through = (await db.run(selectors.thread_cursor_state, thread_id=thread.id) or (0, 0))[1]
+        if subscription.since is not None and subscription.since < expired_through:
+            return await self.send_json(410, {"error": "cursor_expired", "message": (
+                f"Events up to {expired_through} are no longer retained; reconnect without a cursor to replay "
+                f"what is kept.")})
+        if open_streams[caller.stream_key] >= settings.CHAT_MAX_STREAMS:
+            return await self.send_error(429, "too_many_streams", f"At most {settings.CHAT_MAX_STREAMS} concurrent "
+                                                                  f"streams per caller.")
+        self.streaming = True
+        key = caller.stream_key
+        open_streams[key] += 1
+        self.stream_task = asyncio.create_task(self._stream(thread.id, subscription))
+        # A done callback, not a `finally`: a task cancelled before its first step never runs its body.
+        self.stream_task.add_done_callback(lambda _: _release_stream(key))
+
+    async def _stream(self, thread_id: str, subscription) -> None:
+        subscriber = Subscriber(subscription)
+        try:
+            await hubs.attach(thread_id, subscriber)
+            await self.send_headers(status=200, headers=SSE_HEADERS)
+            await self.send_body(b": connected\n\n", more_body=True)
+            cursor = subscription.since
+            if cursor is None:
+                cursor = await db.run(selectors.replay_start, thread_id=thread_id, scope=settings.CHAT_REPLAY_SCOPE)
+            cursor = await self._replay(thread_id, subscriber, cursor)
+            await self._live(subscriber, cursor)
+            # Only an overflowing subscriber gets here: end the response, the client resumes from its last id.
+            await self.send_body(b"", more_body=False)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("stream of thread %s failed", thread_id)
+            with contextlib.suppress(Exception):
+                await self.send_body(b"", more_body=False)
+        finally:
+            await asyncio.shield(hubs.detach(thread_id, subscriber))
+
+    async def _replay(self, thread_id: str, subscriber: Subscriber, cursor: int) -> int:
+        matches = subscriber.subscription.matches
+        while True:
+            events = await db.run(selectors.events_after, thread_id=thread_id, after_seq=cursor)
+            frames = [frame(e) for e in events if matches(e.channel, e.namespace)]
+            if frames:
+                await self.send_body(b"".join(frames), more_body=True)
+            if events:
+                cursor = events[-1].seq
+            if len(events) < selectors.PAGE:
+                return cursor
+
+    async def _live(self, subscriber: Subscriber, cursor: int) -> None:
+        interval = settings.CHAT_SSE_HEARTBEAT_SECONDS
+        next_heartbeat = time.monotonic() + interval
+        while not subscriber.overflowed:
+            await wait_event(subscriber.wakeup, max(0.0, next_heartbeat - time.monotonic()))
+            frames = []
+            for seq, data in subscriber.take():
+                if seq > cursor:
+                    frames.append(data)
+                    cursor = seq
+            if time.monotonic() >= next_heartbeat:
+                frames.append(b": heartbeat\n\n")
+                next_heartbeat = time.monotonic() + interval
+            if frames:
+                await self.send_body(b"".join(frames), more_body=True)
+
+    async def http_disconnect(self, message):
+        task = getattr(self, "stream_task", None)
+        if task is not None and not task.done():
+            task.cancel()
+            # Bounded: cleanup is quick, and the consumer must exit well inside Daphne's close timeout.
+            await asyncio.wait({task}, timeout=2)
+        await super().http_disconnect(message)

@@ -1,0 +1,158 @@
+"""Which graph the chat serves, and the one checkpointer every graph of this process uses.
+
+`load_graph(spec, checkpointer=...)` is the reusable part: `serve_graphs` (the control plane) serves other graphs
+with the same protocol code by calling `configure(spec)` before the first request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from langgraph.graph import StateGraph
+from langgraph.pregel import Pregel
+from langgraph.stream.transformers import CheckpointsTransformer, TasksTransformer, UpdatesTransformer
+
+# Added to every run so that the wire carries what the JS server emits besides values/messages/lifecycle/tools.
+BASE_TRANSFORMERS: tuple = (CheckpointsTransformer, UpdatesTransformer, TasksTransformer)
+
+
+class GraphLoadError(RuntimeError):
+    """CHAT_GRAPH (or a served graph spec) cannot be turned into a graph."""
+
+
+@dataclass
+class ServedGraph:
+    spec: str
+    graph: Pregel
+    transformers: list[Callable] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.graph.get_name() or "root"
+
+
+def get_checkpointer():
+    """The process-wide checkpointer: the Django-ORM saver, shared by every server process through the database."""
+    from chat.checkpointer import get_checkpointer as django_checkpointer
+
+    return django_checkpointer()
+
+
+def load_graph(spec: str, *, checkpointer: Any) -> ServedGraph:
+    """Load `package.module:attr` or `./path.py:attr` and bind it to `checkpointer`.
+
+    `attr` may be a compiled graph, a `StateGraph` builder, or a factory (called with `checkpointer=` when it
+    accepts it). A module-level `stream_transformers()` adds transformers to every run, as `langgraph dev` does.
+
+    Raises:
+        GraphLoadError: the spec is malformed, the module or attribute is missing, or it is not a graph.
+    """
+    module, attr = _import_target(spec)
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise GraphLoadError(f"Graph spec {spec!r}: {module.__name__} has no attribute {attr!r}.")
+        target = getattr(target, part)
+    graph = _as_graph(target, checkpointer, spec)
+    transformers: list[Callable] = list(BASE_TRANSFORMERS)
+    factory = getattr(module, "stream_transformers", None)
+    if callable(factory):
+        transformers += [t for t in factory() if t not in transformers]
+    return ServedGraph(spec=spec, graph=graph, transformers=transformers)
+
+
+def _import_target(spec: str):
+    path_part, sep, attr = spec.strip().rpartition(":")
+    if not sep or not path_part or not attr:
+        raise GraphLoadError(f"Graph spec {spec!r} must look like 'package.module:attr' or './path.py:attr'.")
+    if path_part.endswith(".py") or "/" in path_part:
+        return _import_file(path_part, spec), attr
+    try:
+        return importlib.import_module(path_part), attr
+    except ImportError as exc:
+        raise GraphLoadError(f"Graph spec {spec!r}: cannot import {path_part}: {exc}") from exc
+
+
+def _import_file(raw_path: str, spec: str):
+    path = Path(raw_path).expanduser()
+    candidates = [path] if path.is_absolute() else [Path.cwd() / path, Path(settings.BASE_DIR) / path]
+    found = next((p.resolve() for p in candidates if p.is_file()), None)
+    if found is None:
+        raise GraphLoadError(f"Graph spec {spec!r}: no file {raw_path} (looked in {', '.join(map(str, candidates))}).")
+    name = "chat_graph_" + hashlib.sha256(str(found).encode()).hexdigest()[:12]
+    if name in sys.modules:
+        return sys.modules[name]
+    module_spec = importlib.util.spec_from_file_location(name, found)
+    module = importlib.util.module_from_spec(module_spec)
+    # Registered first: dataclasses and pickling look the module up by name while it executes.
+    sys.modules[name] = module
+    if str(found.parent) not in sys.path:
+        sys.path.append(str(found.parent))
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise GraphLoadError(f"Graph spec {spec!r}: {found} failed to import: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def _as_graph(target: Any, checkpointer: Any, spec: str) -> Pregel:
+    if isinstance(target, Pregel):
+        # The server owns persistence: whatever the module compiled in, threads live in our checkpointer.
+        return target.copy(update={"checkpointer": checkpointer})
+    if isinstance(target, StateGraph):
+        return target.compile(checkpointer=checkpointer)
+    if callable(target):
+        try:
+            accepts = "checkpointer" in inspect.signature(target).parameters
+        except (TypeError, ValueError):
+            accepts = False
+        result = target(checkpointer=checkpointer) if accepts else target()
+        if inspect.isawaitable(result):
+            raise GraphLoadError(f"Graph spec {spec!r}: async factories are not supported.")
+        if callable(result) and not isinstance(result, Pregel | StateGraph):
+            raise GraphLoadError(f"Graph spec {spec!r}: the factory returned {type(result).__name__}, not a graph.")
+        return _as_graph(result, checkpointer, spec)
+    raise GraphLoadError(f"Graph spec {spec!r} names a {type(target).__name__}, not a graph.")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The process-wide served graph
+# ---------------------------------------------------------------------------------------------------------------
+_lock = threading.Lock()
+_spec_override: str | None = None
+_served: ServedGraph | None = None
+
+
+def configure(spec: str | None) -> None:
+    """Serve `spec` instead of CHAT_GRAPH from now on (None: back to CHAT_GRAPH)."""
+    global _spec_override, _served
+    with _lock:
+        _spec_override, _served = spec, None
+
+
+def served_spec() -> str:
+    return _spec_override or settings.CHAT_GRAPH
+
+
+def get_served_graph() -> ServedGraph:
+    """The graph runs execute, built on first use. A failure is not cached: the next run tries again.
+
+    Raises:
+        GraphLoadError, chat.agent.graph.ModelConfigurationError: as `load_graph` and the factory raise.
+    """
+    global _served
+    with _lock:
+        if _served is None:
+            _served = load_graph(served_spec(), checkpointer=get_checkpointer())
+        return _served

@@ -1,0 +1,138 @@
+"""The base of every chat route: a Channels HTTP consumer with a body cap, the caller, and protocol error bodies.
+
+Chat routes answer `{error, message}` with a status (and `/commands` its protocol envelope), never the REST APIs'
+`{"detail": …}`.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import parse_qs
+
+import orjson
+from channels.exceptions import StopConsumer
+from channels.generic.http import AsyncHttpConsumer
+from django.conf import settings
+
+from chat import db
+from chat.access import Caller, ChatAccessError, check_write_origin, resolve_caller
+from chat.wire import dumps
+from core.exceptions import NotFound
+
+log = logging.getLogger("chat.http")
+JSON_HEADERS = [(b"Content-Type", b"application/json"), (b"Cache-Control", b"no-store")]
+
+
+class BadBody(ValueError):
+    pass
+
+
+class ChatConsumer(AsyncHttpConsumer):
+    """Collects the body (refusing more than JSON_BODY_MAX_BYTES), then calls `respond(body)`.
+
+    Subclasses list their `methods`; `respond` returns normally once the response is sent. A consumer that keeps
+    streaming sets `self.streaming` and owns the connection until the client leaves.
+    """
+
+    methods: tuple[str, ...] = ("POST",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.size = 0
+        self.streaming = False
+        self.refused = False
+
+    # --- request plumbing -----------------------------------------------------------------------------------
+    @property
+    def headers(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for raw_name, raw_value in self.scope.get("headers", []):
+            name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+            separator = "; " if name == "cookie" else ", "
+            found[name] = f"{found[name]}{separator}{value}" if name in found else value
+        return found
+
+    @property
+    def query(self) -> dict[str, list[str]]:
+        return parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+
+    @property
+    def thread_id(self) -> str:
+        return self.scope["url_route"]["kwargs"]["thread_id"]
+
+    async def http_request(self, message):
+        if self.refused:
+            return
+        if not self.body and self._declared_too_large():
+            return await self._refuse_body()
+        chunk = message.get("body", b"")
+        self.size += len(chunk)
+        if self.size > settings.JSON_BODY_MAX_BYTES:
+            return await self._refuse_body()
+        self.body.append(chunk)
+        if message.get("more_body"):
+            return
+        if self.scope["method"] not in self.methods:
+            await self.send_error(405, "method_not_allowed", f"Use {' or '.join(self.methods)} on this route.",
+                                  extra_headers=[(b"Allow", ", ".join(self.methods).encode())])
+        else:
+            await self._respond_safely(b"".join(self.body))
+        if not self.streaming:
+            await self.disconnect()
+            raise StopConsumer()
+
+    def _declared_too_large(self) -> bool:
+        try:
+            return int(self.headers.get("content-length", "0")) > settings.JSON_BODY_MAX_BYTES
+        except ValueError:
+            return False
+
+    async def _refuse_body(self):
+        self.refused = True
+        await self.send_error(413, "payload_too_large",
+                              f"Request body is too large: the limit is {settings.JSON_BODY_MAX_BYTES} bytes.")
+        await self.disconnect()
+        raise StopConsumer()
+
+    async def _respond_safely(self, body: bytes) -> None:
+        try:
+            await self.respond(body)
+        except ChatAccessError as exc:
+            await self.send_error(exc.status, exc.code, exc.message)
+        except NotFound as exc:
+            await self.send_error(404, "not_found", exc.detail)
+        except BadBody as exc:
+            await self.send_error(400, "invalid_argument", str(exc))
+        except Exception:
+            log.exception("chat route %s %s failed", self.scope["method"], self.scope.get("path"))
+            if not self.streaming:
+                await self.send_error(500, "internal_error", "Internal Server Error")
+
+    async def respond(self, body: bytes) -> None:
+        raise NotImplementedError
+
+    # --- callers ---------------------------------------------------------------------------------------------
+    async def caller(self, *, write: bool = False) -> Caller:
+        """Who is calling (401/403 otherwise); for a write, also refuse a cross-site cookie request."""
+        client = self.scope.get("client") or ("", 0)
+        caller = await db.run(resolve_caller, self.headers, client[0] or "")
+        if write:
+            check_write_origin(caller, self.headers)
+        return caller
+
+    # --- responses -------------------------------------------------------------------------------------------
+    async def send_json(self, status: int, payload, extra_headers: list | None = None) -> None:
+        await self.send_response(status, dumps(payload), headers=JSON_HEADERS + (extra_headers or []))
+
+    async def send_error(self, status: int, code: str, message: str, extra_headers: list | None = None) -> None:
+        await self.send_json(status, {"error": code, "message": message}, extra_headers)
+
+
+def parse_json(body: bytes, *, default=None):
+    """The JSON body (`default` when empty). Raises BadBody."""
+    if not body.strip():
+        return default
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BadBody(f"The body is not valid JSON: {exc}") from None

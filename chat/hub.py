@@ -1,0 +1,320 @@
+"""Per-process fan-out of a thread's stored events to its SSE subscribers.
+
+A run stores its events, then sends a wake-up (thread id and seq, never the payload) to the thread's channel-layer
+group. Each process has at most one `ThreadHub` per thread with subscribers, and one channel in the group of every
+such thread. Woken up, a hub reads the new events from the store once, in seq order, and hands the ready-made SSE
+frames to every matching subscriber: readers cost one query per batch, whatever their number, and a lost group
+message loses nothing. Every CHAT_STORE_POLL_SECONDS one query also compares the watched threads' last seq with
+what their hubs have seen, which is how a run in another process shows up with the in-memory layer and how a
+dropped wake-up is recovered. Events stored by a run of this process are handed to its hub directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from chat import db
+from chat.selectors import PAGE, events_after, thread_cursor_state, thread_last_seqs
+from chat.subscriptions import Subscription
+from chat.wire import StoredEvent
+
+log = logging.getLogger("chat.hub")
+WAKE_TYPE = "chat.wake"
+# A subscriber this far behind is disconnected; it resumes from the store with its last event id.
+MAX_PENDING_FRAMES = 20_000
+SAFETY_POLL_SECONDS = 30.0
+
+
+async def wait_event(event: asyncio.Event, timeout: float) -> bool:
+    """Wait until `event` is set or `timeout` passes; True if it was set.
+
+    Not `asyncio.wait_for`: on Python 3.11 it can swallow a cancellation that arrives as the event fires, which
+    leaves a disconnected stream running forever.
+    """
+    try:
+        async with asyncio.timeout(timeout):
+            await event.wait()
+        return True
+    except TimeoutError:
+        return event.is_set()
+
+
+def frame(event: StoredEvent) -> bytes:
+    return b"id: %d\nevent: message\ndata: %s\n\n" % (event.seq, event.payload)
+
+
+def group_name(thread_id: str) -> str:
+    # Group names allow only a few characters and < 100 of them; thread ids are client-chosen.
+    return "chat.thread." + hashlib.sha256(thread_id.encode()).hexdigest()[:40]
+
+
+async def publish(thread_id: str, seq: int) -> None:
+    """Tell every process's hub that the thread's events up to `seq` are stored (a lost message is harmless)."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        await layer.group_send(group_name(thread_id), {"type": WAKE_TYPE, "thread": thread_id, "seq": seq})
+    except Exception:
+        log.warning("wake-up for thread %s (seq %s) not sent; subscribers will find it by polling", thread_id, seq,
+                    exc_info=True)
+
+
+class Subscriber:
+    """One SSE connection's live queue. The hub appends `(seq, frame)`; the connection drains it."""
+
+    __slots__ = ("subscription", "pending", "wakeup", "overflowed")
+
+    def __init__(self, subscription: Subscription):
+        self.subscription = subscription
+        self.pending: list[tuple[int, bytes]] = []
+        self.wakeup = asyncio.Event()
+        self.overflowed = False
+
+    def push(self, seq: int, data: bytes) -> None:
+        if len(self.pending) >= MAX_PENDING_FRAMES:
+            self.overflowed = True
+        else:
+            self.pending.append((seq, data))
+        self.wakeup.set()
+
+    def take(self) -> list[tuple[int, bytes]]:
+        items, self.pending = self.pending, []
+        self.wakeup.clear()
+        return items
+
+
+class ThreadHub:
+    def __init__(self, thread_id: str):
+        self.thread_id = thread_id
+        self.last_seq = 0
+        # Subscribers grouped by filter: an event is matched once per distinct filter, not once per subscriber.
+        self.groups: dict[tuple, tuple[Subscription, set[Subscriber]]] = {}
+        self.ready: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._wake = asyncio.Event()
+        self._pump_task = asyncio.create_task(self._pump(), name=f"chat-hub-pump:{thread_id}")
+
+    @property
+    def size(self) -> int:
+        return sum(len(members) for _, members in self.groups.values())
+
+    def add(self, subscriber: Subscriber) -> None:
+        key = subscriber.subscription.filter_key
+        self.groups.setdefault(key, (subscriber.subscription, set()))[1].add(subscriber)
+
+    def remove(self, subscriber: Subscriber) -> None:
+        key = subscriber.subscription.filter_key
+        entry = self.groups.get(key)
+        if entry:
+            entry[1].discard(subscriber)
+            if not entry[1]:
+                del self.groups[key]
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def deliver(self, events: list[StoredEvent]) -> None:
+        """Dispatch events this process just stored, sparing the store a read; anything else means a gap."""
+        if not self.ready.done():
+            self._wake.set()
+            return
+        if not events or events[-1].seq <= self.last_seq:
+            return
+        if events[0].seq != self.last_seq + 1:
+            self._wake.set()
+            return
+        self.dispatch(events)
+        self.last_seq = events[-1].seq
+
+    async def close(self) -> None:
+        self._pump_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._pump_task
+        if not self.ready.done():
+            self.ready.cancel()
+        await listener.leave(self.thread_id)
+
+    def dispatch(self, events: list[StoredEvent]) -> None:
+        for subscription, members in self.groups.values():
+            for event in events:
+                if subscription.matches(event.channel, event.namespace):
+                    data = frame(event)
+                    for subscriber in members:
+                        subscriber.push(event.seq, data)
+
+    async def _pump(self) -> None:
+        try:
+            await listener.join(self.thread_id)
+            state = await db.run(thread_cursor_state, thread_id=self.thread_id)
+            self.last_seq = state[0] if state else 0
+            self.ready.set_result(None)
+        except Exception as exc:
+            self.ready.set_exception(exc)
+            raise
+        while True:
+            # The store poller wakes the hub when it falls behind; the timeout is only a last resort.
+            await wait_event(self._wake, SAFETY_POLL_SECONDS)
+            self._wake.clear()
+            try:
+                await self._drain()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("reading events of thread %s failed; retrying", self.thread_id)
+                await asyncio.sleep(1)
+
+    async def _drain(self) -> None:
+        while True:
+            events = await db.run(events_after, thread_id=self.thread_id, after_seq=self.last_seq, limit=PAGE)
+            full_page = len(events) == PAGE
+            # A local run may have delivered some of them while the query ran.
+            events = [event for event in events if event.seq > self.last_seq]
+            if events:
+                self.dispatch(events)
+                self.last_seq = events[-1].seq
+            if not full_page:
+                return
+
+    def woken(self, seq: int) -> None:
+        if seq > self.last_seq:
+            self._wake.set()
+
+
+class ProcessListener:
+    """The process's one channel-layer channel: joins the groups of threads with a hub, wakes their hubs.
+
+    One receive loop per process instead of one per hub keeps Redis round trips (and the in-memory layer's
+    per-recipient copies) independent of the number of threads being watched.
+    """
+
+    def __init__(self) -> None:
+        self.channel: str | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.task: asyncio.Task | None = None
+        self._starting: asyncio.Lock | None = None
+
+    async def join(self, thread_id: str) -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        await self._ensure_started(layer)
+        await layer.group_add(group_name(thread_id), self.channel)
+
+    async def leave(self, thread_id: str) -> None:
+        layer = get_channel_layer()
+        if layer is None or self.channel is None or self.loop is not asyncio.get_running_loop():
+            return
+        if thread_id in hubs.hubs:
+            # A new hub for the thread joined meanwhile: its membership is the same group entry.
+            return
+        with contextlib.suppress(Exception):
+            await layer.group_discard(group_name(thread_id), self.channel)
+
+    async def _ensure_started(self, layer) -> None:
+        loop = asyncio.get_running_loop()
+        if self.loop is not loop:
+            # First use, or a new event loop (tests run one per test): the old loop's task is gone with it.
+            self.loop, self.channel, self.task, self._starting = loop, None, None, asyncio.Lock()
+        async with self._starting:
+            if self.task is None or self.task.done():
+                self.channel = await layer.new_channel(prefix="chat.hubs.")
+                self.task = loop.create_task(self._receive(layer, self.channel), name="chat-hub-listener")
+
+    async def _receive(self, layer, channel: str) -> None:
+        while True:
+            try:
+                message = await layer.receive(channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("channel layer receive failed; hubs poll the store meanwhile", exc_info=True)
+                await asyncio.sleep(1)
+                continue
+            if message.get("type") == WAKE_TYPE:
+                hub = hubs.hubs.get(message.get("thread"))
+                if hub is not None:
+                    hub.woken(int(message.get("seq", 0)))
+
+
+listener = ProcessListener()
+
+
+class StorePoller:
+    """One query per interval for all hubs of the process: which watched threads have newer events than seen."""
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task | None = None
+
+    def ensure_running(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self.task is None or self.task.done() or self.task.get_loop() is not loop:
+            self.task = loop.create_task(self._loop(), name="chat-store-poller")
+
+    async def _loop(self) -> None:
+        while hubs.hubs:
+            await asyncio.sleep(settings.CHAT_STORE_POLL_SECONDS)
+            try:
+                seen = await db.run(thread_last_seqs, thread_ids=list(hubs.hubs))
+            except Exception:
+                log.warning("polling the event store failed", exc_info=True)
+                continue
+            for thread_id, last_seq in seen.items():
+                hub = hubs.hubs.get(thread_id)
+                if hub is not None:
+                    hub.woken(last_seq)
+
+
+poller = StorePoller()
+
+
+class HubRegistry:
+    """The hubs of this process, one per thread with at least one subscriber."""
+
+    def __init__(self) -> None:
+        self.hubs: dict[str, ThreadHub] = {}
+        # Hubs being closed: the subscriber that left last does not wait for the channel layer.
+        self.closing: set[asyncio.Task] = set()
+
+    async def attach(self, thread_id: str, subscriber: Subscriber) -> ThreadHub:
+        hub = self.hubs.get(thread_id)
+        if hub is None:
+            hub = self.hubs[thread_id] = ThreadHub(thread_id)
+            poller.ensure_running()
+        hub.add(subscriber)
+        try:
+            # The hub must know where the log ends before the subscriber replays: see ChatStreamConsumer.
+            await asyncio.shield(hub.ready)
+        except BaseException:
+            await self.detach(thread_id, subscriber)
+            raise
+        return hub
+
+    async def detach(self, thread_id: str, subscriber: Subscriber) -> None:
+        hub = self.hubs.get(thread_id)
+        if hub is None:
+            return
+        hub.remove(subscriber)
+        if hub.size == 0:
+            del self.hubs[thread_id]
+            task = asyncio.create_task(hub.close(), name=f"chat-hub-close:{thread_id}")
+            self.closing.add(task)
+            task.add_done_callback(self.closing.discard)
+
+    def wake(self, thread_id: str) -> None:
+        hub = self.hubs.get(thread_id)
+        if hub is not None:
+            hub.wake()
+
+    def deliver(self, thread_id: str, events: list[StoredEvent]) -> None:
+        hub = self.hubs.get(thread_id)
+        if hub is not None:
+            hub.deliver(events)
+
+
+hubs = HubRegistry()

@@ -1,0 +1,36 @@
+"""Background work of the chat, run by `run_worker`: failing runs whose process died, and event retention."""
+
+from __future__ import annotations
+
+import logging
+
+from asgiref.sync import async_to_sync
+from django.conf import settings
+from django.db.models import Count
+
+from chat import services
+from chat.hub import publish
+from chat.models import ChatEvent
+from core.registry import periodic
+
+log = logging.getLogger("chat.jobs")
+
+
+@periodic("chat.sweep_dead_runs", every_seconds=settings.CHAT_SWEEP_SECONDS)
+def sweep_dead_runs() -> None:
+    """Fail active runs without a heartbeat for CHAT_RUN_STALE_SECONDS, so no client waits forever."""
+    for thread_id, seq in services.runs_sweep_dead(stale_seconds=settings.CHAT_RUN_STALE_SECONDS):
+        # With Redis this reaches the subscribers at once; with the in-memory layer they find it by polling.
+        async_to_sync(publish)(thread_id, seq)
+
+
+@periodic("chat.enforce_event_retention", every_seconds=600)
+def enforce_event_retention() -> None:
+    """Trim threads above CHAT_EVENT_RETENTION events (runs already trim their thread when they end)."""
+    keep = settings.CHAT_EVENT_RETENTION
+    over = (ChatEvent.objects.values("thread_id").annotate(count=Count("id")).filter(count__gt=keep)
+            .values_list("thread_id", flat=True))
+    for thread_id in list(over):
+        dropped = services.events_enforce_retention(thread_id=thread_id, keep=keep)
+        if dropped:
+            log.info("dropped %d old events of thread %s", dropped, thread_id)

@@ -1,0 +1,190 @@
+"""Chat data.
+
+The first three models are the LangGraph checkpoint store behind chat/checkpointer.py; they are
+written and read only through DjangoCheckpointSaver, never by views or services directly.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+# --- Checkpoints (chat/checkpointer.py) -----------------------------------------------------------
+# The layout follows langgraph-checkpoint-postgres: a row per checkpoint holding its small values
+# inline, channel values by (channel, version) in CheckpointBlob so an unchanged channel is stored
+# once, and the pending writes of each checkpoint in CheckpointWrite. Everything is keyed by
+# (thread_id, checkpoint_ns) because subgraphs (a deep agent's subagents) checkpoint into the same
+# thread under their own namespace.
+
+
+class Checkpoint(models.Model):
+    thread_id = models.CharField(max_length=255)
+    checkpoint_ns = models.TextField(blank=True, default="")
+    # uuid6 strings: sorting them sorts checkpoints oldest to newest.
+    checkpoint_id = models.CharField(max_length=64)
+    parent_checkpoint_id = models.CharField(max_length=64, null=True, blank=True)
+    # Copied out of metadata so delete_for_runs finds a run's checkpoints through an index.
+    run_id = models.CharField(max_length=255, null=True, blank=True, db_index=True)
+    # The checkpoint serialised by the saver's serde, with its primitive channel values inline.
+    type = models.CharField(max_length=32)
+    checkpoint = models.BinaryField()
+    metadata = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            # Also the index for "latest checkpoint of a namespace" (ORDER BY checkpoint_id DESC).
+            models.UniqueConstraint(
+                fields=["thread_id", "checkpoint_ns", "checkpoint_id"], name="chat_checkpoint_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}/{self.checkpoint_ns}/{self.checkpoint_id}"
+
+
+class CheckpointBlob(models.Model):
+    thread_id = models.CharField(max_length=255)
+    checkpoint_ns = models.TextField(blank=True, default="")
+    channel = models.TextField()
+    version = models.CharField(max_length=64)
+    # "empty" (with no blob) marks a channel that has a version but no value.
+    type = models.CharField(max_length=32)
+    blob = models.BinaryField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread_id", "checkpoint_ns", "channel", "version"], name="chat_checkpointblob_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}/{self.checkpoint_ns}/{self.channel}@{self.version}"
+
+
+class CheckpointWrite(models.Model):
+    thread_id = models.CharField(max_length=255)
+    checkpoint_ns = models.TextField(blank=True, default="")
+    checkpoint_id = models.CharField(max_length=64)
+    task_id = models.CharField(max_length=255)
+    task_path = models.TextField(blank=True, default="")
+    # Position in the task's writes; errors, interrupts and resumes use fixed negative indexes
+    # (WRITES_IDX_MAP) so that a retry overwrites them instead of adding a row.
+    idx = models.IntegerField()
+    channel = models.TextField()
+    type = models.CharField(max_length=32)
+    blob = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
+                name="chat_checkpointwrite_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}/{self.checkpoint_ns}/{self.checkpoint_id}/{self.task_id}#{self.idx}"
+
+
+# --- Threads, runs and the event log (the streaming chat) -----------------------------------------
+# A thread belongs to the first caller that created state for it (an API key's workspace, a logged-in
+# user or the shared anonymous owner). Every protocol event of every run is stored in ChatEvent before
+# any subscriber sees it; `seq` is handed out from ChatThread.last_seq in the inserting transaction,
+# so two processes appending to one thread can never produce the same number.
+
+from django.conf import settings  # noqa: E402
+from django.utils import timezone  # noqa: E402
+
+from core.models import BaseModel  # noqa: E402
+
+
+class ChatThread(BaseModel):
+    class OwnerKind(models.TextChoices):
+        WORKSPACE = "workspace"
+        USER = "user"
+        ANONYMOUS = "anonymous"
+
+    # Client-minted (a UUID in the examples), so any short printable string is accepted.
+    id = models.CharField(max_length=255, primary_key=True)
+    owner_kind = models.CharField(max_length=16, choices=OwnerKind.choices)
+    workspace = models.ForeignKey(
+        "accounts.Workspace", null=True, blank=True, on_delete=models.CASCADE, related_name="chat_threads"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="chat_threads"
+    )
+    title = models.CharField(max_length=200, blank=True)
+    # True once a checkpoint exists (POST /state or a run): only such threads are listed.
+    has_state = models.BooleanField(default=False)
+    last_seq = models.BigIntegerField(default=0)
+    # Retention dropped every event up to this seq: an older cursor gets 410 cursor_expired.
+    expired_through_seq = models.BigIntegerField(default=0)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["owner_kind", "workspace", "user", "-updated_at"], name="chat_thread_owner_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                name="chat_thread_owner_consistent",
+                condition=(
+                    models.Q(owner_kind="workspace", workspace__isnull=False, user__isnull=True)
+                    | models.Q(owner_kind="user", workspace__isnull=True, user__isnull=False)
+                    | models.Q(owner_kind="anonymous", workspace__isnull=True, user__isnull=True)
+                ),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.id
+
+
+class ChatRun(BaseModel):
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        COMPLETED = "completed"
+        FAILED = "failed"
+        INTERRUPTED = "interrupted"
+
+    id = models.UUIDField(primary_key=True)
+    thread = models.ForeignKey(ChatThread, on_delete=models.CASCADE, related_name="runs")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    error = models.TextField(blank=True)
+    # "host:pid" of the process executing the run, refreshed in heartbeat_at while it is alive.
+    worker = models.CharField(max_length=255, blank=True)
+    heartbeat_at = models.DateTimeField(default=timezone.now)
+    # The thread's last seq when the run was created: its own events all come after it.
+    start_seq = models.BigIntegerField(default=0)
+    # Cancellation is a flag any process can set; the executing process polls it.
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # "No silent interleaving": at most one active run per thread, enforced by the database.
+            models.UniqueConstraint(
+                fields=["thread"], condition=models.Q(status="running"), name="chat_run_one_active_per_thread"
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "heartbeat_at"], name="chat_run_sweep_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.status})"
+
+
+class ChatEvent(models.Model):
+    thread = models.ForeignKey(ChatThread, on_delete=models.CASCADE, related_name="events")
+    run = models.ForeignKey(ChatRun, on_delete=models.CASCADE, related_name="events")
+    seq = models.BigIntegerField()
+    # What subscriptions match on: the protocol channel ("messages", "custom:<name>", …) and the namespace
+    # as a JSON list. `payload` is the whole event as sent on the wire (JSON text, seq included).
+    channel = models.CharField(max_length=255)
+    namespace = models.TextField(default="[]")
+    payload = models.TextField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["thread", "seq"], name="chat_event_thread_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}#{self.seq} {self.channel}"

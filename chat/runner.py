@@ -1,0 +1,229 @@
+"""Executing a run: the graph's v3 stream, converted, stored in batches, announced, watched for cancellation.
+
+A run executes as an asyncio task of the server process that accepted `run.start`. It stores a root `running`
+event, the converted graph events, and a terminal root event (`completed`, `failed` with the error, or
+`interrupted`) in the same transaction that ends the run, so a client that sees the end can start the next run at
+once. While it runs, a watcher refreshes the run's heartbeat (the sweeper fails runs whose process died) and polls
+the cancel flag, so a cancel reaching any process stops it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from langchain_core._api.beta_decorator import LangChainBetaWarning
+
+from chat import db, services
+from chat.graph_runtime import get_served_graph
+from chat.hub import hubs, publish
+from chat.models import ChatRun
+from chat.wire import EventConverter, WireEvent, lifecycle_event
+
+log = logging.getLogger("chat.runner")
+# astream_events(version="v3") is marked experimental; the warning would be logged on every run.
+warnings.filterwarnings("ignore", category=LangChainBetaWarning)
+
+MAX_BATCH = 1000
+CANCEL_POLL_SECONDS = 0.5
+
+
+@dataclass
+class RunRequest:
+    thread_id: str
+    run_id: uuid.UUID
+    input: Any
+    checkpoint_id: str | None = None
+    metadata: dict = field(default_factory=dict)
+    tracing_workspace_id: Any = None
+
+
+class EventWriter:
+    """Stores a run's events in batches (whatever accumulated while the last batch was written), then wakes readers."""
+
+    def __init__(self, thread_id: str, run_id: uuid.UUID):
+        self.thread_id, self.run_id = thread_id, run_id
+        self.buffer: list[WireEvent] = []
+        self.error: BaseException | None = None
+        self._more = asyncio.Event()
+        self._closing = False
+        self._task = asyncio.create_task(self._loop(), name=f"chat-writer:{run_id}")
+
+    def add(self, events: list[WireEvent]) -> None:
+        if events:
+            self.buffer.extend(events)
+            self._more.set()
+
+    async def close(self) -> None:
+        """Store everything added so far."""
+        self._closing = True
+        self._more.set()
+        await self._task
+        if self.error:
+            raise self.error
+
+    async def _loop(self) -> None:
+        while True:
+            if not self.buffer:
+                if self._closing:
+                    return
+                await self._more.wait()
+                self._more.clear()
+                continue
+            batch, self.buffer = self.buffer[:MAX_BATCH], self.buffer[MAX_BATCH:]
+            try:
+                stored = await db.run(services.events_append, thread_id=self.thread_id, run_id=self.run_id,
+                                      events=batch)
+            except Exception as exc:
+                self.error = exc
+                self.buffer = []
+                return
+            # Subscribers of this process get the stored events at once; other processes are woken up.
+            hubs.deliver(self.thread_id, stored)
+            await publish(self.thread_id, stored[-1].seq)
+
+
+class RunRegistry:
+    """The runs executing in this process, so a cancel arriving here stops them at once."""
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, asyncio.Task] = {}
+
+    def start(self, request: RunRequest) -> asyncio.Task:
+        task = asyncio.create_task(execute_run(request), name=f"chat-run:{request.run_id}")
+        key = str(request.run_id)
+        self.tasks[key] = task
+        task.add_done_callback(lambda _: self.tasks.pop(key, None))
+        return task
+
+    def cancel(self, run_id) -> bool:
+        task = self.tasks.get(str(run_id))
+        if task is None or task.done():
+            return False
+        task.cancel()
+        return True
+
+
+runs = RunRegistry()
+
+
+async def execute_run(request: RunRequest) -> str:
+    """Run the served graph for one `run.start`; return the final status."""
+    writer = EventWriter(request.thread_id, request.run_id)
+    watcher = asyncio.create_task(_watch(request.run_id, asyncio.current_task()))
+    callbacks = tracing_callbacks(request.tracing_workspace_id)
+    status, error, graph_name, started = ChatRun.Status.COMPLETED, "", "root", False
+    try:
+        served = get_served_graph()
+        graph_name = served.name
+        writer.add([lifecycle_event([], "running", graph_name=graph_name)])
+        started = True
+        interrupted = await _stream(served, request, writer, callbacks)
+        status = ChatRun.Status.INTERRUPTED if interrupted else ChatRun.Status.COMPLETED
+    except asyncio.CancelledError:
+        asyncio.current_task().uncancel()
+        status = ChatRun.Status.INTERRUPTED
+    except Exception as exc:
+        log.warning("run %s of thread %s failed: %s: %s", request.run_id, request.thread_id, type(exc).__name__, exc)
+        status, error = ChatRun.Status.FAILED, str(exc) if _plain(exc) else f"{type(exc).__name__}: {exc}"
+    finally:
+        watcher.cancel()
+    if not started:
+        # Clients wait for `running` then one terminal event, even when the graph could not be built.
+        writer.add([lifecycle_event([], "running", graph_name=graph_name)])
+    # Shielded: a second cancel while the end is being recorded must not leave the run open.
+    return await asyncio.shield(_finish(request, writer, status, error, graph_name))
+
+
+async def _stream(served, request: RunRequest, writer: EventWriter, callbacks: list) -> bool:
+    configurable = {"thread_id": request.thread_id}
+    if request.checkpoint_id:
+        configurable["checkpoint_id"] = request.checkpoint_id
+    config = {"configurable": configurable, "run_id": request.run_id, "callbacks": callbacks,
+              "metadata": {**request.metadata, "thread_id": request.thread_id, "run_id": str(request.run_id)}}
+    converter = EventConverter()
+    stream = await served.graph.astream_events(request.input, config, version="v3", transformers=served.transformers)
+    try:
+        async for raw in stream:
+            writer.add(converter.convert(raw))
+            if writer.error:
+                raise writer.error
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(stream.abort())
+        raise
+    return bool(converter.interrupts)
+
+
+async def _finish(request: RunRequest, writer: EventWriter, status: str, error: str, graph_name: str) -> str:
+    try:
+        await writer.close()
+        last = await db.run(_end_run, request=request, status=status, error=error, graph_name=graph_name)
+    except Exception:
+        log.exception("could not record the end of run %s; the sweeper will fail it", request.run_id)
+        return ChatRun.Status.FAILED
+    if last is not None:
+        hubs.deliver(request.thread_id, last)
+        await publish(request.thread_id, last[-1].seq)
+    with contextlib.suppress(Exception):
+        await db.run(services.events_enforce_retention, thread_id=request.thread_id)
+    return status
+
+
+@transaction.atomic
+def _end_run(*, request: RunRequest, status: str, error: str, graph_name: str) -> list | None:
+    # The run ends and its terminal event is stored together: whoever sees the event may start the next run.
+    if not services.run_finish(run_id=request.run_id, status=status, error=error):
+        return None
+    terminal = lifecycle_event([], status, graph_name=graph_name, error=error or None)
+    return services.events_append(thread_id=request.thread_id, run_id=request.run_id, events=[terminal])
+
+
+async def _watch(run_id: uuid.UUID, target: asyncio.Task) -> None:
+    """Keep the heartbeat fresh; cancel the run when its cancel flag is set or the run was failed meanwhile."""
+    last_beat = 0.0
+    while True:
+        await asyncio.sleep(CANCEL_POLL_SECONDS)
+        beat = time.monotonic() - last_beat >= settings.CHAT_RUN_HEARTBEAT_SECONDS
+        try:
+            cancel, active = await db.run(services.run_heartbeat, run_id=run_id, beat=beat)
+        except Exception:
+            log.warning("heartbeat of run %s failed", run_id, exc_info=True)
+            continue
+        if beat:
+            last_beat = time.monotonic()
+        if cancel or not active:
+            target.cancel()
+            return
+
+
+def _plain(exc: Exception) -> bool:
+    # Configuration errors carry a complete sentence for the user; everything else gets its type name.
+    from chat.agent.models import ModelConfigurationError
+    from chat.graph_runtime import GraphLoadError
+
+    return isinstance(exc, ModelConfigurationError | GraphLoadError)
+
+
+def tracing_callbacks(workspace_id) -> list:
+    """The trace store's tracer for a run in `workspace_id` (none when CHAT_TRACING_PROJECT is empty).
+
+    Never an error: tracing must not break a run.
+    """
+    if workspace_id is None or not settings.CHAT_TRACING_PROJECT:
+        return []
+    try:
+        from tracing.tracer import StoreTracer
+
+        return [StoreTracer(workspace_id=workspace_id, project_name=settings.CHAT_TRACING_PROJECT)]
+    except Exception:
+        log.warning("tracing is unavailable for chat runs", exc_info=True)
+        return []

@@ -1,0 +1,80 @@
+"""Reads of the chat: threads visible to a caller, runs, and the event log by seq."""
+
+from __future__ import annotations
+
+import orjson
+
+from chat.access import Caller
+from chat.models import ChatEvent, ChatRun, ChatThread
+from chat.services import thread_not_found, thread_owned_by
+from chat.wire import StoredEvent
+
+PAGE = 500
+
+
+def thread_get_for_caller(*, thread_id: str, caller: Caller) -> ChatThread:
+    """The caller's thread.
+
+    Raises:
+        NotFound: missing, or someone else's (the same answer for both).
+    """
+    thread = ChatThread.objects.filter(pk=thread_id).first()
+    if thread is None or not thread_owned_by(thread, caller):
+        raise thread_not_found(thread_id)
+    return thread
+
+
+def thread_list_for_caller(*, caller: Caller, limit: int = 200) -> list[ChatThread]:
+    """The caller's threads that have state, newest activity first."""
+    return list(ChatThread.objects.filter(has_state=True, **caller.owner_filter).order_by("-updated_at")[:limit])
+
+
+def events_after(*, thread_id: str, after_seq: int, limit: int = PAGE) -> list[StoredEvent]:
+    """Stored events of the thread with seq > `after_seq`, oldest first."""
+    rows = (ChatEvent.objects.filter(thread_id=thread_id, seq__gt=after_seq).order_by("seq")
+            .values_list("seq", "channel", "namespace", "payload")[:limit])
+    return [StoredEvent(seq, channel, tuple(orjson.loads(namespace)), payload.encode())
+            for seq, channel, namespace, payload in rows]
+
+
+def thread_cursor_state(*, thread_id: str) -> tuple[int, int] | None:
+    """(last seq, expired-through seq) of the thread, or None when it is gone."""
+    return ChatThread.objects.filter(pk=thread_id).values_list("last_seq", "expired_through_seq").first()
+
+
+def thread_last_seqs(*, thread_ids: list[str]) -> dict[str, int]:
+    """The last seq of each of these threads (the ones that still exist)."""
+    found = {}
+    for start in range(0, len(thread_ids), 500):
+        found.update(ChatThread.objects.filter(pk__in=thread_ids[start:start + 500]).values_list("id", "last_seq"))
+    return found
+
+
+def run_get(*, thread: ChatThread, run_id) -> ChatRun | None:
+    return ChatRun.objects.filter(thread=thread, pk=run_id).first()
+
+
+def run_latest(*, thread: ChatThread) -> ChatRun | None:
+    return ChatRun.objects.filter(thread=thread).order_by("-created_at").first()
+
+
+def replay_start(*, thread_id: str, scope: str) -> int:
+    """Where a stream without a cursor starts: the thread's beginning, or (scope "run") its newest run's."""
+    if scope != "run":
+        return 0
+    run = ChatRun.objects.filter(thread_id=thread_id).order_by("-created_at").values_list("start_seq", flat=True)
+    return run.first() or 0
+
+
+def run_active(*, thread: ChatThread) -> ChatRun | None:
+    return ChatRun.objects.filter(thread=thread, status=ChatRun.Status.RUNNING).first()
+
+
+def run_status(*, run_id) -> str | None:
+    return ChatRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
+
+
+def run_lifecycle_events(*, run: ChatRun) -> list[dict]:
+    """The run's stored lifecycle events, decoded, oldest first (what agent.getTree is built from)."""
+    rows = ChatEvent.objects.filter(run=run, channel="lifecycle").order_by("seq").values_list("payload", flat=True)
+    return [orjson.loads(payload) for payload in rows]

@@ -1,0 +1,223 @@
+"""Writes of the chat: threads and their owners, runs, the event log, retention and the dead-run sweeper.
+
+All of these are synchronous ORM code; async callers go through `chat.db.run`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Sequence
+from datetime import timedelta
+
+import orjson
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, Max, Min
+from django.utils import timezone
+
+from chat.access import Caller
+from chat.models import ChatEvent, ChatRun, ChatThread
+from chat.wire import StoredEvent, WireEvent, lifecycle_event
+from core.exceptions import Conflict, NotFound
+
+log = logging.getLogger("chat")
+MAX_THREAD_ID_LENGTH = 255
+TITLE_LENGTH = 80
+DEAD_RUN_ERROR = "The server process executing this run stopped before it finished."
+
+
+class RunActive(Conflict):
+    def __init__(self, run_id):
+        self.run_id = run_id
+        super().__init__(f"Run {run_id} is still active on this thread: cancel it or wait for it to finish "
+                         f"before starting another.")
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def thread_not_found(thread_id: str) -> NotFound:
+    return NotFound(f"Thread {thread_id} not found")
+
+
+def thread_claim(*, thread_id: str, caller: Caller) -> ChatThread:
+    """The caller's thread `thread_id`, created for them when nobody has it yet.
+
+    Raises:
+        NotFound: the thread belongs to someone else (the same answer as for a missing thread elsewhere).
+    """
+    if not thread_id or len(thread_id) > MAX_THREAD_ID_LENGTH:
+        raise thread_not_found(thread_id[:MAX_THREAD_ID_LENGTH])
+    thread = ChatThread.objects.filter(pk=thread_id).first()
+    if thread is None:
+        try:
+            with transaction.atomic():
+                return ChatThread.objects.create(id=thread_id, **caller.owner_fields)
+        except IntegrityError:
+            # Two first requests raced; whoever won owns it.
+            thread = ChatThread.objects.get(pk=thread_id)
+    if not thread_owned_by(thread, caller):
+        raise thread_not_found(thread_id)
+    return thread
+
+
+def thread_owned_by(thread: ChatThread, caller: Caller) -> bool:
+    owner = caller.owner_filter
+    return (thread.owner_kind == owner["owner_kind"] and thread.workspace_id == owner["workspace_id"]
+            and thread.user_id == owner["user_id"])
+
+
+def thread_touch(*, thread: ChatThread, messages: Sequence | None = None) -> None:
+    """Mark that the thread has state now, and title it after its first human message."""
+    fields = {"has_state": True, "updated_at": timezone.now()}
+    if not thread.title:
+        title = title_from_messages(messages or [])
+        if title:
+            fields["title"] = title
+    ChatThread.objects.filter(pk=thread.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(thread, name, value)
+
+
+def title_from_messages(messages: Sequence) -> str:
+    for message in messages:
+        kind = message.get("type") or message.get("role") if isinstance(message, dict) else getattr(
+            message, "type", None)
+        if kind not in ("human", "user"):
+            continue
+        content = message.get("content") if isinstance(message, dict) else message.content
+        if isinstance(content, list):
+            content = " ".join(b.get("text", "") for b in content if isinstance(b, dict))
+        text = " ".join(str(content or "").split())
+        if text:
+            return text[:TITLE_LENGTH]
+    return ""
+
+
+def thread_delete(*, thread: ChatThread) -> None:
+    """Remove the thread's runs and event log (its checkpoints are the checkpointer's to delete)."""
+    ChatRun.objects.filter(thread=thread, status=ChatRun.Status.RUNNING).update(
+        cancel_requested_at=timezone.now())
+    ChatEvent.objects.filter(thread=thread).delete()
+    ChatRun.objects.filter(thread=thread).delete()
+    thread.delete()
+
+
+# --- Runs ---------------------------------------------------------------------------------------------------------
+def run_create(*, thread: ChatThread, run_id, worker: str) -> ChatRun:
+    """Register a new active run; a run left behind by a dead process is failed first.
+
+    Raises:
+        RunActive: another run is active on the thread.
+    """
+    for _ in range(2):
+        try:
+            with transaction.atomic():
+                start_seq = ChatThread.objects.filter(pk=thread.pk).values_list("last_seq", flat=True).get()
+                return ChatRun.objects.create(id=run_id, thread=thread, worker=worker, start_seq=start_seq)
+        except IntegrityError:
+            active = ChatRun.objects.filter(thread=thread, status=ChatRun.Status.RUNNING).first()
+            if active is None:
+                continue
+            if active.heartbeat_at >= timezone.now() - timedelta(seconds=settings.CHAT_RUN_STALE_SECONDS):
+                raise RunActive(active.id) from None
+            run_fail_dead(run=active)
+    raise RunActive("unknown")
+
+
+def run_heartbeat(*, run_id, beat: bool) -> tuple[bool, bool]:
+    """Refresh the run's heartbeat (when `beat`); return (cancel requested, still active)."""
+    if beat:
+        ChatRun.objects.filter(pk=run_id, status=ChatRun.Status.RUNNING).update(heartbeat_at=timezone.now())
+    row = ChatRun.objects.filter(pk=run_id).values_list("cancel_requested_at", "status").first()
+    if row is None:
+        return True, False
+    return row[0] is not None, row[1] == ChatRun.Status.RUNNING
+
+
+def run_cancel_request(*, run: ChatRun) -> ChatRun:
+    """Ask the process executing the run to stop it (any process may ask)."""
+    if run.status == ChatRun.Status.RUNNING and run.cancel_requested_at is None:
+        run.cancel_requested_at = timezone.now()
+        ChatRun.objects.filter(pk=run.pk).update(cancel_requested_at=run.cancel_requested_at)
+    return run
+
+
+def run_finish(*, run_id, status: str, error: str = "") -> bool:
+    """Record how the run ended; False when it had already been ended (e.g. by the sweeper)."""
+    return bool(ChatRun.objects.filter(pk=run_id, status=ChatRun.Status.RUNNING).update(
+        status=status, error=error[:10000], finished_at=timezone.now(), updated_at=timezone.now()))
+
+
+@transaction.atomic
+def run_fail_dead(*, run: ChatRun, error: str = DEAD_RUN_ERROR) -> int | None:
+    """Fail a run whose process died, with the root `failed` event clients wait for; the new last seq."""
+    if not run_finish(run_id=run.pk, status=ChatRun.Status.FAILED, error=error):
+        return None
+    log.warning("run %s of thread %s failed: its process (%s) stopped", run.pk, run.thread_id, run.worker)
+    return events_append(thread_id=run.thread_id, run_id=run.pk,
+                         events=[lifecycle_event([], "failed", graph_name="root", error=error)])[-1].seq
+
+
+def runs_sweep_dead(*, stale_seconds: float) -> list[tuple[str, int]]:
+    """Fail every active run whose heartbeat is older than `stale_seconds`; (thread id, last seq) of each."""
+    limit = timezone.now() - timedelta(seconds=stale_seconds)
+    swept = []
+    for run in ChatRun.objects.filter(status=ChatRun.Status.RUNNING, heartbeat_at__lt=limit):
+        last_seq = run_fail_dead(run=run)
+        if last_seq is not None:
+            swept.append((run.thread_id, last_seq))
+    return swept
+
+
+# --- Events --------------------------------------------------------------------------------------------------------
+@transaction.atomic
+def events_append(*, thread_id: str, run_id, events: Sequence[WireEvent]) -> list[StoredEvent]:
+    """Store events under the next seqs of their thread; return them as stored (with seq and wire payload).
+
+    The counter is bumped in the same transaction as the insert: the row lock (PostgreSQL) or the write lock
+    (SQLite) serialises concurrent writers, so seqs never clash across processes.
+
+    Raises:
+        NotFound: the thread was deleted.
+    """
+    if not ChatThread.objects.filter(pk=thread_id).update(last_seq=F("last_seq") + len(events)):
+        raise thread_not_found(thread_id)
+    last = ChatThread.objects.filter(pk=thread_id).values_list("last_seq", flat=True).get()
+    first = last - len(events) + 1
+    stored = [StoredEvent(first + i, event.channel, tuple(event.namespace), event.encode(first + i))
+              for i, event in enumerate(events)]
+    ChatEvent.objects.bulk_create([
+        ChatEvent(thread_id=thread_id, run_id=run_id, seq=row.seq, channel=row.channel,
+                  namespace=orjson.dumps(row.namespace).decode(), payload=row.payload.decode())
+        for row in stored
+    ])
+    return stored
+
+
+@transaction.atomic
+def events_enforce_retention(*, thread_id: str, keep: int | None = None) -> int:
+    """Keep at most `keep` events (CHAT_EVENT_RETENTION) by dropping whole runs, oldest first; events dropped.
+
+    The newest run is never dropped, even alone above the limit: a run in progress must stay replayable.
+    """
+    keep = settings.CHAT_EVENT_RETENTION if keep is None else keep
+    total = ChatEvent.objects.filter(thread_id=thread_id).count()
+    if total <= keep:
+        return 0
+    runs = list(ChatEvent.objects.filter(thread_id=thread_id).values("run_id")
+                .annotate(first=Min("seq"), last=Max("seq"), count=Count("id")).order_by("first"))
+    dropped_runs, dropped, through = [], 0, 0
+    for run in runs[:-1]:
+        if total - dropped <= keep:
+            break
+        dropped_runs.append(run["run_id"])
+        dropped += run["count"]
+        through = max(through, run["last"])
+    if dropped_runs:
+        ChatEvent.objects.filter(thread_id=thread_id, run_id__in=dropped_runs).delete()
+        ChatThread.objects.filter(pk=thread_id, expired_through_seq__lt=through).update(expired_through_seq=through)
+    return dropped

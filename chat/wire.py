@@ -1,0 +1,240 @@
+"""Agent Streaming Protocol events: LangGraph's `astream_events(version="v3")` output turned into the JS wire.
+
+The Python stream differs from what the JS examples send (agent-streaming-protocol.md §9.3); `EventConverter`
+fixes each difference:
+
+1. `messages` data is a `(payload, metadata)` tuple: the payload alone is sent, `params.node` comes from metadata.
+2. Subgraph (subagent) `lifecycle` events arrive at namespace `[]` with the real one in `data.namespace`: it is
+   moved to `params.namespace`, or a subagent's `completed` would look like the root run ending.
+3. No root lifecycle at all: the run executor (chat/runner.py) adds `running` and the terminal event.
+4. `checkpoints` carry the whole checkpoint and `updates` a raw `{node: delta}`: reduced to `{id, parent_id, step,
+   source}` and `{node, values}`.
+5. Live objects (messages, `Command`, `Send`, interrupts) are serialised to JSON the way the JS server does.
+6. Tool-call argument streaming uses `tool-call-delta`, which the 1.x JS client ignores: it becomes `block-delta`
+   with the accumulated arguments in a `tool_call_chunk`.
+7. No `event_id` and `seq` restarting per run: `seq` is assigned per thread by the event store
+   (chat/services.py) and `event_id` is `str(seq)`.
+8. and 9. (namespace spellings, subagent `graph_name`/`cause`) are what the client accepts, so they are kept.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from langchain_core.messages import AIMessageChunk, BaseMessage, ToolMessage
+from pydantic import BaseModel
+
+KNOWN_CHANNELS = ("values", "updates", "messages", "tools", "lifecycle", "input", "checkpoints", "tasks", "custom")
+_PLAIN_CHANNELS = {"values", "checkpoints", "updates", "messages", "tools", "lifecycle", "tasks"}
+_LIFECYCLE_EVENTS = {"started", "running", "completed", "failed", "interrupted"}
+
+
+@dataclass(slots=True)
+class WireEvent:
+    """One protocol event before the store numbers it. `params` is already JSON."""
+
+    method: str
+    namespace: list[str]
+    channel: str
+    params: bytes
+
+    def encode(self, seq: int) -> bytes:
+        """The event as sent on the wire, with its `seq` and `event_id`."""
+        return b'{"type":"event","seq":%d,"event_id":"%d","method":%s,"params":%s}' % (
+            seq, seq, orjson.dumps(self.method), self.params)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """An event as the store holds it: numbered, with the exact bytes subscribers receive."""
+
+    seq: int
+    channel: str
+    namespace: tuple[str, ...]
+    payload: bytes
+
+
+def make_event(method: str, namespace: list[str], data: Any, *, node: str | None = None,
+               timestamp: int | None = None) -> WireEvent:
+    params: dict[str, Any] = {"namespace": list(namespace),
+                              "timestamp": timestamp if timestamp is not None else int(time.time() * 1000)}
+    if node:
+        params["node"] = node
+    params["data"] = data
+    return WireEvent(method=method, namespace=list(namespace), channel=infer_channel(method, data),
+                     params=dumps(params))
+
+
+def lifecycle_event(namespace: list[str], event: str, **fields: Any) -> WireEvent:
+    return make_event("lifecycle", namespace, {"event": event, **{k: v for k, v in fields.items() if v is not None}})
+
+
+def infer_channel(method: str, data: Any) -> str:
+    """The subscription channel of an event (§4.3); "" for methods no subscription can match."""
+    if method in _PLAIN_CHANNELS:
+        return method
+    if method in ("input.requested", "input"):
+        return "input"
+    if method == "custom":
+        name = data.get("name") if isinstance(data, dict) else None
+        return f"custom:{name}" if isinstance(name, str) and name else "custom"
+    return ""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# JSON
+# ---------------------------------------------------------------------------------------------------------------
+def to_jsonable(obj: Any) -> Any:
+    """The JSON form of LangChain/LangGraph objects, as the JS server writes them (difference 5)."""
+    if isinstance(obj, BaseMessage):
+        return obj.model_dump()
+    kind = type(obj).__name__
+    if kind == "Command" and dataclasses.is_dataclass(obj):
+        goto = obj.goto if isinstance(obj.goto, list | tuple) else ([obj.goto] if obj.goto else [])
+        result = {"lg_name": "Command", "lc_direct_tool_output": True, "update": obj.update, "goto": list(goto)}
+        if obj.resume is not None:
+            result["resume"] = obj.resume
+        if obj.graph is not None:
+            result["graph"] = obj.graph
+        return result
+    if kind == "Send" and hasattr(obj, "node") and hasattr(obj, "arg"):
+        return {"lg_name": "Send", "node": obj.node, "arg": obj.arg}
+    if kind == "Interrupt" and hasattr(obj, "value"):
+        return {"value": obj.value, "id": getattr(obj, "id", None)}
+    if isinstance(obj, BaseModel):
+        return obj.model_dump()
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    if isinstance(obj, set | frozenset):
+        return list(obj)
+    if isinstance(obj, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(obj)).decode()
+    if isinstance(obj, BaseException):
+        return f"{type(obj).__name__}: {obj}"
+    return str(obj)
+
+
+# Dataclasses go through `to_jsonable` too: `Command` must not be written field by field.
+_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def dumps(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value, default=to_jsonable, option=_ORJSON_OPTIONS)
+    except (TypeError, orjson.JSONEncodeError):
+        # orjson refuses integers beyond 64 bits (and a few exotic keys); the stdlib encoder does not.
+        return json.dumps(_plain(value), default=to_jsonable).encode()
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Conversion
+# ---------------------------------------------------------------------------------------------------------------
+class EventConverter:
+    """Turns one run's raw v3 events into wire events; keeps the state tool-call accumulation needs."""
+
+    def __init__(self) -> None:
+        self._tool_calls: dict[tuple, dict[str, Any]] = {}
+        self.interrupts: list[dict[str, Any]] = []
+
+    def convert(self, raw: dict[str, Any]) -> list[WireEvent]:
+        method = raw.get("method", "")
+        params = raw.get("params") or {}
+        namespace = list(params.get("namespace") or [])
+        timestamp = params.get("timestamp")
+        data = params.get("data")
+        handler = getattr(self, "_" + method.replace(".", "_"), None)
+        if handler is None:
+            return [make_event(method, namespace, data, node=params.get("node"), timestamp=timestamp)]
+        return handler(namespace, data, params, timestamp)
+
+    def _messages(self, namespace, data, params, timestamp) -> list[WireEvent]:
+        payload, metadata = data if isinstance(data, tuple | list) and len(data) == 2 else (data, {})
+        metadata = metadata or {}
+        node = metadata.get("langgraph_node") or params.get("node")
+        if isinstance(payload, dict) and "event" in payload:
+            payload = self._translate_tool_delta(namespace, str(metadata.get("run_id", "")), payload)
+            return [make_event("messages", namespace, payload, node=node, timestamp=timestamp)]
+        if isinstance(payload, BaseMessage) and not isinstance(payload, AIMessageChunk | ToolMessage):
+            # A node returned a finished message without streaming it: replay it as one streamed message.
+            from langchain_core.language_models._compat_bridge import message_to_events
+
+            return [make_event("messages", namespace, self._translate_tool_delta(namespace, payload.id or "", e),
+                               node=node, timestamp=timestamp)
+                    for e in message_to_events(payload, message_id=payload.id)]
+        # Legacy token chunks and tool messages duplicate what the stream already carries.
+        return []
+
+    def _translate_tool_delta(self, namespace: list[str], stream_id: str, payload: dict) -> dict:
+        kind = payload.get("event")
+        key = (tuple(namespace), stream_id, payload.get("index"))
+        if kind == "message-start":
+            for stale in [k for k in self._tool_calls if k[:2] == key[:2]]:
+                del self._tool_calls[stale]
+        elif kind == "content-block-start":
+            content = payload.get("content") or {}
+            if content.get("type") == "tool_call_chunk":
+                self._tool_calls[key] = {"type": "tool_call_chunk", "id": content.get("id"),
+                                         "name": content.get("name"), "args": content.get("args") or ""}
+        elif kind == "content-block-delta":
+            delta = payload.get("delta") or {}
+            if delta.get("type") == "tool-call-delta":
+                block = self._tool_calls.setdefault(key, {"type": "tool_call_chunk", "id": None, "name": None,
+                                                          "args": ""})
+                block["args"] += delta.get("args") or ""
+                for field in ("id", "name"):
+                    if delta.get(field):
+                        block[field] = delta[field]
+                return {**payload, "delta": {"type": "block-delta", "fields": dict(block)}}
+        elif kind == "content-block-finish":
+            self._tool_calls.pop(key, None)
+        return payload
+
+    def _lifecycle(self, namespace, data, params, timestamp) -> list[WireEvent]:
+        data = dict(data or {})
+        target = data.pop("namespace", None)
+        data.pop("trigger_call_id", None)
+        if data.get("event") not in _LIFECYCLE_EVENTS:
+            # "drained" (a graph stopped by a drain request) has no protocol spelling; the run did not finish.
+            data["event"] = "interrupted"
+        return [make_event("lifecycle", list(target) if target is not None else namespace, data,
+                           timestamp=timestamp)]
+
+    def _values(self, namespace, data, params, timestamp) -> list[WireEvent]:
+        events = [make_event("values", namespace, data, timestamp=timestamp)]
+        for interrupt in params.get("interrupts") or ():
+            request = {"interrupt_id": getattr(interrupt, "id", None), "payload": getattr(interrupt, "value", None)}
+            if isinstance(interrupt, dict):
+                request = {"interrupt_id": interrupt.get("id"), "payload": interrupt.get("value")}
+            if not namespace:
+                self.interrupts.append(request)
+            events.append(make_event("input.requested", namespace, request, timestamp=timestamp))
+        return events
+
+    def _updates(self, namespace, data, params, timestamp) -> list[WireEvent]:
+        if not isinstance(data, dict):
+            return [make_event("updates", namespace, {"values": data}, timestamp=timestamp)]
+        return [make_event("updates", namespace, {"node": node, "values": delta if delta is not None else {}},
+                           node=node, timestamp=timestamp) for node, delta in data.items()]
+
+    def _checkpoints(self, namespace, data, params, timestamp) -> list[WireEvent]:
+        data = data or {}
+        config = ((data.get("config") or {}).get("configurable")) or {}
+        parent = ((data.get("parent_config") or {}).get("configurable")) or {}
+        metadata = data.get("metadata") or {}
+        envelope = {"id": config.get("checkpoint_id"), "parent_id": parent.get("checkpoint_id"),
+                    "step": metadata.get("step"), "source": metadata.get("source")}
+        return [make_event("checkpoints", namespace, envelope, timestamp=timestamp)]

@@ -1,0 +1,235 @@
+"""The revision pipeline, run by workers: build, deploy, teardown, and the reconciler.
+
+Each step is one job. A step checks between (and during) its stages whether it must stop: the
+revision was interrupted or superseded, or the worker lost its lease to another worker. A job
+reclaimed from a dead worker runs the step again from the start, up to DEPLOY_STEP_MAX_ATTEMPTS
+times; after that the revision ends *_FAILED, so nothing stays in BUILDING forever.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from core.models import Job
+from core.services import job_enqueue
+from deployments import services, states
+from deployments.models import Deployment, Revision, RevisionLog
+from deployments.processes import LineSink, StepStopped
+from deployments.runners import StepContext, StepFailed, get_runner
+from deployments.states import RevisionStatus as S
+from deployments.uploads import uploads_remove
+
+log = logging.getLogger("deployments.pipeline")
+
+
+def _sink(revision: Revision, log_type: str) -> LineSink:
+    def write(batch):
+        try:
+            services.log_append_batch(revision_id=revision.id, type=log_type, entries=batch)
+        except IntegrityError:  # the revision was deleted with its deployment meanwhile
+            log.info("dropped %d %s log lines of deleted revision %s", len(batch), log_type, revision.id)
+
+    return LineSink(write)
+
+
+def _stop_check(revision: Revision, lease):
+    """A should_stop() for a step: the reason to stop, or None. Reads the status at most once a second."""
+    last = {"at": 0.0, "status": revision.status}
+
+    def should_stop() -> str | None:
+        if lease is not None and lease.lost:
+            return "this worker lost the job's lease to another worker"
+        if time.monotonic() - last["at"] >= 1.0:
+            last["at"] = time.monotonic()
+            last["status"] = Revision.objects.filter(id=revision.id).values_list("status", flat=True).first()
+        if last["status"] is None:
+            return "the revision was deleted"
+        if states.is_terminal(last["status"]):
+            return f"the revision is now {last['status']}"
+        return None
+
+    return should_stop
+
+
+def _load(revision_id: str) -> Revision | None:
+    return Revision.objects.select_related("deployment").filter(id=revision_id).first()
+
+
+def _advance(revision: Revision, to: str, message: str = "") -> None:
+    if not services.revision_transition(revision=revision, to=to, message=message):
+        status = Revision.objects.filter(id=revision.id).values_list("status", flat=True).first()
+        raise StepStopped(f"the revision is now {status}" if status else "the revision was deleted")
+
+
+def _gave_up(revision: Revision, job: Job, failed: str) -> bool:
+    if job.attempts <= settings.DEPLOY_STEP_MAX_ATTEMPTS:
+        if job.attempts > 1:
+            services.log_append(revision=revision, type=RevisionLog.Type.BUILD, level=RevisionLog.Level.WARNING,
+                                lines=[f"The worker running this step stopped; running it again "
+                                       f"(attempt {job.attempts} of {settings.DEPLOY_STEP_MAX_ATTEMPTS})."])
+        return False
+    services.revision_transition(revision=revision, to=failed, message=(
+        f"The worker running this step stopped {job.attempts - 1} times; giving up."))
+    get_runner().stop(revision)
+    return True
+
+
+def build_step(*, revision_id: str, job: Job, lease) -> None:
+    """QUEUED → AWAITING_BUILD (fetch) → BUILDING → AWAITING_DEPLOY, then queue the deploy step."""
+    revision = _load(revision_id)
+    if revision is None or states.is_terminal(revision.status):
+        return
+    failed = S.CREATE_FAILED if revision.status == S.QUEUED else S.BUILD_FAILED
+    if _gave_up(revision, job, failed):
+        return
+    runner = get_runner()
+    ctx = StepContext(revision, _sink(revision, RevisionLog.Type.BUILD), _stop_check(revision, lease))
+    try:
+        if revision.status == S.QUEUED:
+            _advance(revision, S.AWAITING_BUILD)
+        runner.fetch_source(ctx)
+        if revision.status == S.AWAITING_BUILD:
+            _advance(revision, S.BUILDING)
+        runner.build(ctx)
+        with transaction.atomic():
+            _advance(revision, S.AWAITING_DEPLOY, "Build succeeded.")
+            job_enqueue(kind="deployments.deploy", payload={"revision_id": str(revision.id)})
+    except StepFailed as exc:
+        ctx.sink.flush()
+        services.revision_transition(revision=revision, to=S.BUILD_FAILED, message=str(exc))
+        runner.discard(revision)
+    except StepStopped as exc:
+        _stopped(ctx, lease, exc)
+    except Exception as exc:
+        log.exception("build of revision %s failed", revision.id)
+        services.revision_transition(revision=revision, to=S.BUILD_FAILED,
+                                     message=f"Internal error during the build ({type(exc).__name__}).")
+        runner.discard(revision)
+
+
+def _stopped(ctx: StepContext, lease, exc: Exception) -> None:
+    ctx.log(f"Step stopped: {exc}.", "WARNING")
+    if lease is None or not lease.lost:
+        get_runner().stop(ctx.revision)
+        get_runner().discard(ctx.revision)
+
+
+def deploy_step(*, revision_id: str, job: Job, lease) -> None:
+    """AWAITING_DEPLOY → DEPLOYING → (healthy) DEPLOYED and active; the previous revision is then stopped."""
+    revision = _load(revision_id)
+    if revision is None or states.is_terminal(revision.status):
+        return
+    if _gave_up(revision, job, S.DEPLOY_FAILED):
+        return
+    runner = get_runner()
+    ctx = StepContext(revision, _sink(revision, RevisionLog.Type.DEPLOY), _stop_check(revision, lease))
+    try:
+        if revision.status == S.AWAITING_DEPLOY:
+            _advance(revision, S.DEPLOYING)
+        runner.start(ctx)
+        runner.wait_healthy(ctx)
+        previous = services.revision_activate(revision=revision)
+        ctx.log("This revision is now the one served at the deployment's URL.")
+        if previous is not None:
+            runner.stop(previous)
+            runner.discard(previous)
+            services.log_append(revision=previous, type=RevisionLog.Type.DEPLOY,
+                                lines=[f"Replaced by revision #{revision.number}; stopped."])
+    except StepFailed as exc:
+        ctx.sink.flush()
+        runner.stop(revision)
+        services.revision_transition(revision=revision, to=S.DEPLOY_FAILED, message=str(exc))
+        runner.discard(revision)
+    except (StepStopped, services.StaleRevision) as exc:
+        _stopped(ctx, lease, exc)
+    except Exception as exc:
+        log.exception("deploy of revision %s failed", revision.id)
+        runner.stop(revision)
+        services.revision_transition(revision=revision, to=S.DEPLOY_FAILED,
+                                     message=f"Internal error during the deploy ({type(exc).__name__}).")
+
+
+def teardown_step(*, deployment_id: str) -> None:
+    """Stop every process of a deleted deployment and remove its files and rows."""
+    deployment = Deployment.objects.filter(id=deployment_id, status=Deployment.Status.AWAITING_DELETE).first()
+    if deployment is None:
+        return
+    runner = get_runner()
+    for revision in deployment.revisions.all():
+        runner.stop(revision)
+        runner.discard(revision)
+    uploads_remove(deployment=deployment)
+    services.deployment_purge(deployment=deployment)
+
+
+def reconcile() -> None:
+    """Bring active revisions back after a restart, stop strays, and fail revisions whose job is gone."""
+    runner = get_runner()
+    keep = set()
+    active = Revision.objects.select_related("deployment").filter(
+        deployment__status=Deployment.Status.READY, deployment__active_revision_id=F("id"))
+    for revision in active:
+        keep.add(revision.id)
+        if _needs_restart(runner, revision):
+            _restart(revision)
+    keep |= set(Revision.objects.filter(status=S.DEPLOYING).values_list("id", flat=True))
+    runner.stop_strays(keep)
+    _fail_orphans()
+
+
+def _needs_restart(runner, revision: Revision) -> bool:
+    """Gone: restart. Running but not answering /ok: restart only if it did not answer last time either.
+
+    A process busy with a long run may miss one health check; it is not killed for that.
+    """
+    key = f"deployments:unhealthy:{revision.id}"
+    if runner.is_healthy(revision):
+        cache.delete(key)
+        return False
+    if runner.is_running(revision) and not cache.get(key):
+        cache.set(key, True, timeout=settings.DEPLOY_RECONCILE_SECONDS * 4)
+        return False
+    cache.delete(key)
+    return True
+
+
+def _restart(revision: Revision) -> None:
+    runner = get_runner()
+    ctx = StepContext(revision, _sink(revision, RevisionLog.Type.DEPLOY), lambda: None)
+    ctx.log("The active revision is not being served; starting it again.", "WARNING")
+    try:
+        runner.start(ctx)
+        runner.wait_healthy(ctx)
+    except (StepFailed, StepStopped) as exc:
+        ctx.log(f"Restart failed: {exc}", "ERROR")
+        runner.stop(revision)
+        return
+    still_active = Deployment.objects.filter(id=revision.deployment_id, active_revision=revision,
+                                             status=Deployment.Status.READY).exists()
+    if not still_active:
+        runner.stop(revision)
+
+
+def _fail_orphans() -> None:
+    """A live revision with no queued or running job of its own would wait forever: end it.
+
+    Revisions are read before jobs: a step that ends enqueues the next one in the same transaction,
+    so a revision that was live before the jobs were read either has a pending job or is an orphan.
+    """
+    live = list(Revision.objects.exclude(status__in=states.TERMINAL).exclude(status=S.UNKNOWN))
+    pending = Job.objects.filter(kind__startswith="deployments.", status__in=[Job.Status.QUEUED, Job.Status.RUNNING])
+    waiting = {str(p.get("revision_id")) for p in pending.values_list("payload", flat=True)}
+    for revision in live:
+        if str(revision.id) in waiting:
+            continue
+        revision.refresh_from_db(fields=["status"])
+        failed = {S.CREATING: S.CREATE_FAILED, S.QUEUED: S.CREATE_FAILED, S.AWAITING_BUILD: S.BUILD_FAILED,
+                  S.BUILDING: S.BUILD_FAILED}.get(revision.status, S.DEPLOY_FAILED)
+        services.revision_transition(revision=revision, to=failed, message="Its pipeline job ended without "
+                                     "finishing it.")

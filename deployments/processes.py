@@ -1,0 +1,132 @@
+"""Child processes of the pipeline (git, pip, graph checks) with their output in a revision's log.
+
+Every child gets its own process group, so stopping it also stops what it started (pip runs
+build backends), and is tied to the worker with PR_SET_PDEATHSIG: a worker that dies takes its
+children with it instead of leaving a half-done build running.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+log = logging.getLogger("deployments.processes")
+
+MAX_LINE_CHARS = 4000
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """preexec_fn: ask Linux to SIGTERM this child when the process that started it dies."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: children outlive a crashed worker
+        pass
+
+
+def popen(command: list[str], *, env: dict[str, str], cwd: Path, stdout=subprocess.PIPE) -> subprocess.Popen:
+    return subprocess.Popen(command, env=env, cwd=cwd, stdout=stdout, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent)
+
+
+def stop_group(process: subprocess.Popen, *, grace: float = 5.0) -> int | None:
+    """SIGTERM the child's process group, then SIGKILL it if it has not exited after `grace` seconds."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        if process.poll() is not None:
+            break
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            process.wait(wait)
+        except subprocess.TimeoutExpired:
+            continue
+    return process.poll()
+
+
+class LineSink:
+    """Output lines on their way to a revision's log, written in batches; keeps the last few for errors."""
+
+    def __init__(self, write_batch: Callable[[list[tuple[str, str]]], None], *, keep: int = 40):
+        self._write_batch = write_batch
+        self._pending: list[tuple[str, str]] = []
+        self.tail: deque[str] = deque(maxlen=keep)
+
+    def write(self, line: str, level: str = "INFO") -> None:
+        line = line.rstrip("\r\n")[:MAX_LINE_CHARS]
+        self._pending.append((level, line))
+        self.tail.append(line)
+        if len(self._pending) >= 200:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._pending:
+            batch, self._pending = self._pending, []
+            self._write_batch(batch)
+
+
+def _read_lines(stream, lines: queue.Queue) -> None:
+    try:
+        for raw in iter(stream.readline, b""):
+            lines.put(raw.decode("utf-8", errors="replace"))
+    finally:
+        lines.put(None)
+
+
+def run_logged(command: list[str], *, env: dict[str, str], cwd: Path, sink: LineSink,
+               should_stop: Callable[[], str | None], timeout: float) -> int:
+    """Run `command`, sending each output line to `sink`; return its exit code.
+
+    Stops the child (and raises StepStopped) when `should_stop()` gives a reason or `timeout` passes.
+    """
+    process = popen(command, env=env, cwd=cwd)
+    lines: queue.Queue = queue.Queue()
+    reader = threading.Thread(target=_read_lines, args=(process.stdout, lines), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            _drain(lines, sink)
+            sink.flush()
+            if process.poll() is not None and not reader.is_alive():
+                break
+            reason = should_stop()
+            if reason is None and time.monotonic() > deadline:
+                reason = f"{Path(command[0]).name} did not finish within {int(timeout)} seconds"
+            if reason:
+                stop_group(process)
+                raise StepStopped(reason)
+            time.sleep(0.2)
+    finally:
+        if process.poll() is None:
+            stop_group(process)
+        reader.join(timeout=5)
+        _drain(lines, sink)
+        sink.flush()
+        process.stdout.close()
+    return process.returncode
+
+
+def _drain(lines: queue.Queue, sink: LineSink) -> None:
+    while True:
+        try:
+            line = lines.get_nowait()
+        except queue.Empty:
+            return
+        if line is not None:
+            sink.write(line)
+
+
+class StepStopped(Exception):
+    """A step was cut short: interrupted, superseded, timed out or its worker lost the lease."""

@@ -1,0 +1,102 @@
+"""The stable URL of a deployment: `{PUBLIC_BASE_URL}/deployments/{id}/...`, proxied to the active revision.
+
+The active revision is looked up for every request, so a switch is atomic: a request goes either
+to the old process or to the new one. Responses are streamed chunk by chunk (SSE passes through
+as it is produced), and a client that disconnects closes the upstream request. Callers need an
+API key of the deployment's workspace with `chat:use`; the key, tenant header and cookies are not
+passed on to the tenant's code, which gets a per-process token proving the request came from here.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import httpx
+from asgiref.sync import sync_to_async
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework.exceptions import APIException
+
+from accounts.authentication import principal_from_headers
+from core.exceptions import RequestValidationError, ServiceError
+from deployments import selectors
+from deployments.runners import get_runner
+from deployments.serializers import parse_path_uuid
+
+log = logging.getLogger("deployments.proxy")
+
+# Hop-by-hop headers (RFC 9110 §7.6.1) and what must not reach the tenant's process.
+_DROP_REQUEST = {"host", "connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer",
+                 "transfer-encoding", "upgrade", "content-length", "x-api-key", "x-tenant-id", "cookie",
+                 "authorization", "x-serving-token"}
+_DROP_RESPONSE = {"connection", "keep-alive", "transfer-encoding", "upgrade", "trailer", "content-length",
+                  "set-cookie"}
+_TIMEOUT = httpx.Timeout(connect=5.0, read=None, write=30.0, pool=5.0)
+
+
+def _error(status: int, detail) -> JsonResponse:
+    return JsonResponse({"detail": detail}, status=status)
+
+
+def _resolve(request, deployment_id: str):
+    """Authenticate the caller and find the revision to send the request to (runs in a thread)."""
+    principal = principal_from_headers(request.headers.get("X-Api-Key"), request.headers.get("X-Tenant-Id"))
+    if principal is None:
+        raise _Reject(401, "Missing API key: send it in the X-Api-Key header.")
+    workspace = principal.workspace
+    if not principal.has_permission("chat:use"):
+        raise _Reject(403, "This API key lacks the 'chat:use' permission.")
+    target = selectors.proxy_target(workspace=workspace, deployment_id=parse_path_uuid(deployment_id, "deployment_id"))
+    upstream = get_runner().upstream(target.revision) if target.revision else None
+    if upstream is None:
+        raise _Reject(503, f"Deployment ID {target.deployment.id} has no revision deployed yet.")
+    return upstream
+
+
+class _Reject(Exception):
+    def __init__(self, status: int, detail: str):
+        self.status, self.detail = status, detail
+
+
+@csrf_exempt
+async def deployment_proxy(request, deployment_id: str, subpath: str | None = None):
+    try:
+        upstream = await sync_to_async(_resolve)(request, deployment_id)
+    except _Reject as exc:
+        return _error(exc.status, exc.detail)
+    except RequestValidationError as exc:
+        return _error(422, exc.errors)
+    except (ServiceError, APIException) as exc:
+        return _error(exc.status_code, str(exc.detail))
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST}
+    headers.update(upstream.headers)
+    headers["X-Forwarded-Prefix"] = f"/deployments/{deployment_id}"
+    url = upstream.base_url + (subpath or "/")
+    client = httpx.AsyncClient(timeout=_TIMEOUT, trust_env=False)
+    try:
+        upstream_request = client.build_request(request.method, url, params=request.GET, headers=headers,
+                                                content=request.body)
+        response = await client.send(upstream_request, stream=True)
+    except httpx.HTTPError as exc:
+        await client.aclose()
+        log.warning("proxy to %s failed: %s", url, exc)
+        return _error(502, "The deployment's server did not answer.")
+    return _stream(response, client)
+
+
+def _stream(response: httpx.Response, client: httpx.AsyncClient) -> HttpResponse:
+    async def body():
+        try:
+            async for chunk in response.aiter_raw():
+                yield chunk
+        except httpx.HTTPError as exc:
+            log.info("upstream stream ended early: %s", exc)
+        finally:
+            await response.aclose()
+            await client.aclose()
+
+    proxied = StreamingHttpResponse(body(), status=response.status_code)
+    for name, value in response.headers.multi_items():
+        if name.lower() not in _DROP_RESPONSE:
+            proxied[name] = value
+    return proxied

@@ -1,0 +1,87 @@
+"""The interface between the revision pipeline and whatever builds and runs revisions.
+
+The pipeline (deployments/pipeline.py) owns statuses, retries and logs; a runner only does the
+work of each step and reports failure with StepFailed. docs/kubernetes-runner.md designs a
+second implementation.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from deployments.models import Revision
+from deployments.processes import LineSink
+
+
+class StepFailed(Exception):
+    """The step cannot succeed; the message is the reason shown in the log and status."""
+
+
+@dataclass
+class StepContext:
+    """What a runner gets for one step: the revision, its log, and a way to learn that it must stop."""
+
+    revision: Revision
+    sink: LineSink
+    should_stop: Callable[[], str | None]
+
+    def log(self, message: str, level: str = "INFO") -> None:
+        self.sink.write(message, level)
+        self.sink.flush()
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where the proxy sends a deployment's traffic, and the header that proves it came from the proxy."""
+
+    base_url: str
+    headers: dict[str, str]
+
+
+class Runner(ABC):
+    name: str = "runner"
+
+    @abstractmethod
+    def require(self, source: str) -> None:
+        """Raise BadRequest (naming the runner) if new revisions of `source` cannot be built and run."""
+
+    @abstractmethod
+    def fetch_source(self, ctx: StepContext) -> None:
+        """Put the revision's source where the build will read it."""
+
+    @abstractmethod
+    def build(self, ctx: StepContext) -> None:
+        """Turn the source into something startable; raise StepFailed with the reason."""
+
+    @abstractmethod
+    def start(self, ctx: StepContext) -> None:
+        """Start serving the revision (not yet receiving traffic) and record where."""
+
+    @abstractmethod
+    def wait_healthy(self, ctx: StepContext) -> None:
+        """Return once the started revision answers its health check; raise StepFailed otherwise."""
+
+    @abstractmethod
+    def is_healthy(self, revision: Revision) -> bool:
+        """Whether the revision is being served right now."""
+
+    @abstractmethod
+    def is_running(self, revision: Revision) -> bool:
+        """Whether the revision's server exists at all (it may be too busy to answer its health check)."""
+
+    @abstractmethod
+    def stop(self, revision: Revision) -> None:
+        """Stop serving the revision (no error if it is not served)."""
+
+    @abstractmethod
+    def discard(self, revision: Revision) -> None:
+        """Remove what the build left behind for a revision that will not be served again."""
+
+    @abstractmethod
+    def upstream(self, revision: Revision) -> Upstream | None:
+        """Where the active revision is served, or None if it is not."""
+
+    def stop_strays(self, keep: set) -> None:  # noqa: B027 - optional: runners without local children
+        """Stop processes this runner started for revisions not in `keep` (ids)."""

@@ -1,0 +1,308 @@
+"""The local-process runner: builds in per-revision virtual environments, serves with child processes.
+
+It executes tenant code on the service's host, as the service's user. It is meant for
+single-tenant and trusted installs, and is disabled unless DEPLOY_LOCAL_RUNNER_ENABLED is on
+(the default only with DEBUG). Revision processes are children of the worker that started them
+and die with it; the reconciler (a periodic job) starts the active ones again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import selectors
+import shutil
+import signal
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from django.conf import settings
+from django.db import connections
+
+from core.exceptions import BadRequest
+from deployments import build, environment, langgraph_config, services, sources
+from deployments.models import Deployment, Revision, RevisionLog
+from deployments.processes import LineSink, StepStopped, popen, stop_group
+from deployments.runners.base import Runner, StepContext, StepFailed, Upstream
+
+log = logging.getLogger("deployments.runner")
+
+IMAGE_SOURCES = (Deployment.Source.EXTERNAL_DOCKER, Deployment.Source.INTERNAL_DOCKER)
+SUPPORTED_SOURCES = (Deployment.Source.INTERNAL_SOURCE, Deployment.Source.GITHUB)
+
+
+@dataclass
+class RevisionDirs:
+    root: Path
+
+    @property
+    def src(self) -> Path:
+        return self.root / "src"
+
+    @property
+    def venv(self) -> Path:
+        return self.root / "venv"
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+
+@dataclass
+class Child:
+    revision_id: str
+    process: object
+    pump: threading.Thread
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def deploy_sink(revision_id) -> LineSink:
+    def write(batch):
+        try:
+            services.log_append_batch(revision_id=revision_id, type=RevisionLog.Type.DEPLOY, entries=batch)
+        except Exception:  # the revision may be gone (deleted), or the database briefly away: never kill the pump
+            log.debug("dropped %d deploy log lines of revision %s", len(batch), revision_id)
+
+    return LineSink(write)
+
+
+class LocalProcessRunner(Runner):
+    name = "local"
+
+    def __init__(self):
+        self._children: dict[str, Child] = {}
+        self._lock = threading.Lock()
+
+    # --- creation-time checks --------------------------------------------------------------------------------
+    def require(self, source: str) -> None:
+        if not settings.DEPLOY_LOCAL_RUNNER_ENABLED:
+            raise BadRequest("Deployments are disabled: the local runner (DEPLOY_LOCAL_RUNNER_ENABLED) is off. It runs "
+                             "tenant code on this host and is meant only for trusted, single-tenant installs.")
+        if source in IMAGE_SOURCES:
+            raise BadRequest(f"The local runner cannot deploy '{source}' sources: images need a container runtime, "
+                             "which the local runner does not have. Use internal_source or github, or a Kubernetes "
+                             "runner (docs/kubernetes-runner.md).")
+        if source not in SUPPORTED_SOURCES:
+            raise BadRequest(f"The local runner cannot deploy '{source}' sources; use internal_source or github.")
+
+    # --- build -----------------------------------------------------------------------------------------------
+    def dirs(self, revision: Revision) -> RevisionDirs:
+        return RevisionDirs(Path(settings.DEPLOY_ROOT) / "revisions" / str(revision.id))
+
+    def fetch_source(self, ctx: StepContext) -> None:
+        revision, dirs = ctx.revision, self.dirs(ctx.revision)
+        shutil.rmtree(dirs.root, ignore_errors=True)
+        dirs.home.mkdir(parents=True)
+        dirs.data.mkdir(parents=True)
+        try:
+            if revision.source == Deployment.Source.GITHUB:
+                ctx.log(f"Fetching {revision.repo_ref or 'HEAD'} of {revision.repo_url}")
+                sha = sources.git_fetch(url=revision.repo_url, ref=revision.repo_ref, dest=dirs.src, home=dirs.home,
+                                        sink=ctx.sink, should_stop=ctx.should_stop)
+                services.revision_commit_set(revision=revision, sha=sha)
+                ctx.log(f"Checked out commit {sha}")
+            else:
+                sources.extract_upload(object_path=revision.source_tarball_path, dest=dirs.src)
+                ctx.log("Unpacked the uploaded source.")
+        except (sources.SourceError, BadRequest) as exc:
+            raise StepFailed(str(exc)) from None
+
+    def build(self, ctx: StepContext) -> None:
+        revision, dirs = ctx.revision, self.dirs(ctx.revision)
+        try:
+            config = langgraph_config.load(source_root=dirs.src, config_path=revision.langgraph_config_path)
+        except langgraph_config.ConfigError as exc:
+            raise StepFailed(f"Invalid {revision.langgraph_config_path}: {exc}") from None
+        for warning in config.warnings:
+            ctx.log(warning, "WARNING")
+        ctx.log(f"Graphs: {', '.join(f'{k} ({v})' for k, v in config.graphs.items())}")
+        arguments, on_path = build.pip_targets(config)
+        python = build.create_venv(dirs.venv, extra_paths=on_path)
+        ctx.log(f"Created the environment {dirs.venv.name} (Python {sys.version_info.major}.{sys.version_info.minor}).")
+        try:
+            pins = build.service_constraints()
+            build.check_pins(build.requirement_lines(config), pins)
+            if arguments:
+                constraints = dirs.root / "constraints.txt"
+                build.write_constraints(constraints, pins)
+                build.pip_install(python=python, arguments=arguments, constraints=constraints,
+                                  env=environment.pip_env(home=dirs.home), cwd=config.directory, sink=ctx.sink,
+                                  should_stop=ctx.should_stop)
+            else:
+                ctx.log("No dependencies to install beyond the service's own packages.")
+            env = environment.serving_env(revision=revision, home=dirs.home, data_dir=dirs.data,
+                                          venv_bin=python.parent)
+            build.check_graphs(python=python, config=config, env=env, sink=ctx.sink, should_stop=ctx.should_stop)
+        except build.BuildFailed as exc:
+            raise StepFailed(str(exc)) from None
+
+    # --- serving ---------------------------------------------------------------------------------------------
+    def start(self, ctx: StepContext) -> None:
+        revision, dirs = ctx.revision, self.dirs(ctx.revision)
+        self.stop(revision)
+        config_path = (dirs.src / revision.langgraph_config_path).resolve()
+        if not dirs.python.exists() or not config_path.is_file():
+            raise StepFailed("The build output of this revision is missing; redeploy it to build it again.")
+        port, token = _free_port(), secrets.token_urlsafe(32)
+        env = environment.serving_env(revision=revision, home=dirs.home, data_dir=dirs.data,
+                                      venv_bin=dirs.python.parent, port=port, token=token)
+        command = [str(dirs.python), str(Path(settings.BASE_DIR) / "manage.py"), "serve_graphs",
+                   "--config", str(config_path), "--port", str(port)]
+        process = popen(command, env=env, cwd=config_path.parent)
+        sink = deploy_sink(revision.id)
+        pump = threading.Thread(target=self._pump, args=(process, sink), name=f"serve-{revision.id}", daemon=True)
+        pump.start()
+        with self._lock:
+            self._children[str(revision.id)] = Child(str(revision.id), process, pump)
+        services.revision_serving_set(revision=revision, host=socket.gethostname(), port=port, pid=process.pid,
+                                      token=token)
+        ctx.log(f"Started the server (pid {process.pid}) on 127.0.0.1:{port}.")
+
+    def _pump(self, process, sink: LineSink) -> None:
+        """Copy the server's output into the deploy log until it exits, then reap it."""
+        fd, buffer, last_flush = process.stdout.fileno(), b"", time.monotonic()
+        try:
+            with selectors.DefaultSelector() as selector:
+                selector.register(fd, selectors.EVENT_READ)
+                while True:
+                    if selector.select(timeout=0.5):
+                        chunk = os.read(fd, 65536)
+                        if not chunk:
+                            break
+                        *lines, buffer = (buffer + chunk).split(b"\n")
+                        for line in lines:
+                            sink.write(line.decode("utf-8", errors="replace"))
+                    if time.monotonic() - last_flush > 0.5:
+                        sink.flush()
+                        last_flush = time.monotonic()
+            if buffer:
+                sink.write(buffer.decode("utf-8", errors="replace"))
+            code = process.wait()
+            sink.write(f"The server process exited with code {code}.", "WARNING" if code else "INFO")
+            sink.flush()
+        except Exception:
+            log.exception("log pump of pid %s failed", process.pid)
+        finally:
+            process.stdout.close()
+            connections.close_all()
+
+    def _child(self, revision: Revision) -> Child | None:
+        with self._lock:
+            return self._children.get(str(revision.id))
+
+    def wait_healthy(self, ctx: StepContext) -> None:
+        revision = ctx.revision
+        child = self._child(revision)
+        deadline = time.monotonic() + settings.DEPLOY_HEALTH_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if child and child.process.poll() is not None:
+                child.pump.join(timeout=5)
+                raise StepFailed(f"The server exited with code {child.process.returncode} before it became "
+                                 "healthy: see the deploy log.")
+            if self.is_healthy(revision):
+                ctx.log("Health check passed: GET /ok answered.")
+                return
+            reason = ctx.should_stop()
+            if reason:
+                raise StepStopped(reason)
+            time.sleep(0.3)
+        raise StepFailed(f"The server did not pass its health check (GET /ok) within "
+                         f"{settings.DEPLOY_HEALTH_TIMEOUT_SECONDS} seconds.")
+
+    def is_healthy(self, revision: Revision) -> bool:
+        if not revision.serving_port:
+            return False
+        try:
+            with httpx.Client(trust_env=False, timeout=2) as client:
+                response = client.get(f"http://127.0.0.1:{revision.serving_port}/ok")
+            return response.status_code == 200 and response.json().get("revision_id") == str(revision.id)
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return False
+
+    def is_running(self, revision: Revision) -> bool:
+        child = self._child(revision)
+        if child is not None:
+            return child.process.poll() is None
+        return bool(revision.serving_pid) and _is_revision_process(revision.serving_pid, revision.id)
+
+    def stop(self, revision: Revision) -> None:
+        with self._lock:
+            child = self._children.pop(str(revision.id), None)
+        if child is not None:
+            stop_group(child.process)
+            child.pump.join(timeout=5)
+        elif revision.serving_pid and _is_revision_process(revision.serving_pid, revision.id):
+            _stop_foreign(revision.serving_pid)
+        if revision.serving_pid or revision.serving_port:
+            services.revision_serving_set(revision=revision)
+
+    def stop_strays(self, keep: set) -> None:
+        with self._lock:
+            strays = [rid for rid in self._children if rid not in {str(k) for k in keep}]
+        for revision_id in strays:
+            revision = Revision.objects.filter(id=revision_id).first()
+            if revision is not None:
+                self.stop(revision)
+            else:
+                with self._lock:
+                    child = self._children.pop(revision_id, None)
+                if child:
+                    stop_group(child.process)
+
+    def discard(self, revision: Revision) -> None:
+        shutil.rmtree(self.dirs(revision).root, ignore_errors=True)
+
+    def upstream(self, revision: Revision) -> Upstream | None:
+        if not revision.serving_port or not revision.serving_token:
+            return None
+        return Upstream(f"http://127.0.0.1:{revision.serving_port}", {"X-Serving-Token": revision.serving_token})
+
+
+def _is_revision_process(pid: int, revision_id) -> bool:
+    """True when `pid` is a live serving process of this revision (pids are reused, so check its environment)."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return f"SERVE_GRAPHS_REVISION_ID={revision_id}".encode() in environ.split(b"\0")
+
+
+def _stop_foreign(pid: int) -> None:
+    """Stop a serving process that another worker started (it is a session leader: its group id is its pid)."""
+    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not _alive(pid):
+                return
+            time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"

@@ -1,0 +1,248 @@
+"""Request and response shapes of the control plane, as in LangSmith's OpenAPI spec.
+
+Every request field is nullable (real clients send explicit nulls) and unknown keys are ignored
+(langgraph-cli sends `revision_source` and `tracked_packages`). Secrets are write-only: responses
+carry their names.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from core.exception_handler import flatten_errors
+from core.exceptions import RequestValidationError
+from deployments.models import Deployment, RevisionLog
+from deployments.states import RevisionStatus
+
+DEPLOYMENT_TYPES = ["dev_free", "dev", "prod", "dev_zero", "dev_free_zero"]
+
+
+def validate_query(serializer_class, data) -> dict:
+    """Validate query parameters; errors are 422 with loc ["query", name]."""
+    serializer = serializer_class(data=data)
+    if not serializer.is_valid():
+        raise RequestValidationError(flatten_errors(serializer.errors, ["query"]))
+    return serializer.validated_data
+
+
+def parse_path_uuid(value: str, name: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise RequestValidationError.single(["path", name], "Input should be a valid UUID", "uuid_parsing") from None
+
+
+@extend_schema_field({"oneOf": [{"type": "string", "format": "date-time"}, {"type": "integer"}]})
+class TimestampField(serializers.Field):
+    """An ISO 8601 date-time or epoch milliseconds (langgraph-cli sends either)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, (int, float)) or (isinstance(data, str) and data.strip().isdigit()):
+            try:
+                return datetime.fromtimestamp(float(data) / 1000, tz=UTC)
+            except (OverflowError, OSError, ValueError):
+                raise serializers.ValidationError("Input should be a valid datetime.") from None
+        parsed = parse_datetime(data) if isinstance(data, str) else None
+        if parsed is None:
+            raise serializers.ValidationError("Input should be a valid datetime.")
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+    def to_representation(self, value):
+        return value.isoformat()
+
+
+# --- requests -----------------------------------------------------------------------------------------------------
+class SecretInput(serializers.Serializer):
+    name = serializers.CharField(max_length=255, trim_whitespace=False)
+    value = serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=65536)
+
+
+def _nullable_char(**kwargs):
+    return serializers.CharField(required=False, allow_null=True, allow_blank=True, **kwargs)
+
+
+class SourceConfigInput(serializers.Serializer):
+    integration_id = serializers.UUIDField(required=False, allow_null=True)
+    repo_url = _nullable_char(max_length=2048)
+    deployment_type = serializers.ChoiceField(DEPLOYMENT_TYPES, required=False, allow_null=True)
+    build_on_push = serializers.BooleanField(required=False, allow_null=True)
+    custom_url = _nullable_char(max_length=2048)
+    resource_spec = serializers.JSONField(required=False, allow_null=True)
+    listener_id = serializers.UUIDField(required=False, allow_null=True)
+    listener_config = serializers.JSONField(required=False, allow_null=True)
+    install_command = _nullable_char(max_length=4096)
+    build_command = _nullable_char(max_length=4096)
+
+    def validate_resource_spec(self, value):
+        if value is not None and not isinstance(value, dict):
+            raise serializers.ValidationError("Input should be a valid dictionary.")
+        return value
+
+
+class SourceRevisionConfigInput(serializers.Serializer):
+    repo_ref = _nullable_char(max_length=255)
+    langgraph_config_path = _nullable_char(max_length=1024)
+    image_uri = _nullable_char(max_length=2048)
+    source_tarball_path = _nullable_char(max_length=1024)
+
+
+class DeploymentCreateInput(serializers.Serializer):
+    name = serializers.CharField(max_length=128)
+    source = serializers.ChoiceField(Deployment.Source.choices)
+    source_config = SourceConfigInput(required=False, allow_null=True)
+    source_revision_config = SourceRevisionConfigInput(required=False, allow_null=True)
+    secrets = SecretInput(many=True, required=False, allow_null=True)
+
+    def validate_name(self, value):
+        if any(ord(c) < 32 for c in value) or value != value.strip():
+            raise serializers.ValidationError("Input should be a name without control characters or edge spaces.")
+        return value
+
+
+class DeploymentPatchInput(serializers.Serializer):
+    name = serializers.CharField(max_length=128, required=False, allow_null=True)
+    source = serializers.ChoiceField(Deployment.Source.choices, required=False, allow_null=True)
+    source_config = SourceConfigInput(required=False, allow_null=True)
+    source_revision_config = SourceRevisionConfigInput(required=False, allow_null=True)
+    secrets = SecretInput(many=True, required=False, allow_null=True)
+    revision_source = serializers.ChoiceField(Deployment.Source.choices, required=False, allow_null=True)
+    tracked_packages = serializers.ListField(child=serializers.CharField(max_length=255), required=False,
+                                             allow_null=True, max_length=100)
+
+
+class DeploymentListQuery(serializers.Serializer):
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=20)
+    offset = serializers.IntegerField(min_value=0, default=0)
+    name = serializers.CharField(required=False, allow_blank=True)
+    name_contains = serializers.CharField(required=False, allow_blank=True)
+    status = serializers.ChoiceField(Deployment.Status.values, required=False)
+    deployment_type = serializers.ChoiceField(DEPLOYMENT_TYPES, required=False)
+    deployment_ids = serializers.CharField(required=False, allow_blank=True)
+
+    def validate_deployment_ids(self, value):
+        try:
+            return [uuid.UUID(part.strip()) for part in value.split(",") if part.strip()]
+        except ValueError:
+            raise serializers.ValidationError("Input should be a comma-separated list of UUIDs.") from None
+
+
+class RevisionListQuery(serializers.Serializer):
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=20)
+    offset = serializers.IntegerField(min_value=0, default=0)
+    status = serializers.CharField(required=False, allow_blank=True)
+
+    def validate_status(self, value):
+        statuses = [part.strip() for part in value.split(",") if part.strip()]
+        unknown = [s for s in statuses if s not in RevisionStatus.values]
+        if unknown:
+            raise serializers.ValidationError(f"Input should be one of {', '.join(RevisionStatus.values)}.")
+        return statuses
+
+
+class LogParams(serializers.Serializer):
+    limit = serializers.IntegerField(min_value=1, max_value=1000, default=50)
+    offset = serializers.RegexField(r"^\d{1,19}$", required=False, allow_null=True)
+    order = serializers.ChoiceField(["asc", "desc"], default="asc")
+    start_time = TimestampField(required=False, allow_null=True)
+    end_time = TimestampField(required=False, allow_null=True)
+    level = serializers.ChoiceField(RevisionLog.Level.values, required=False, allow_null=True)
+    query = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=1000)
+    run_id = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+
+    def to_internal_value(self, data):
+        if hasattr(data, "dict"):  # a QueryDict: one value per parameter
+            data = data.dict()
+        if isinstance(data, dict) and isinstance(data.get("level"), str):
+            data = {**data, "level": data["level"].upper()}
+        return super().to_internal_value(data)
+
+
+class LogQuery(LogParams):
+    type = serializers.ChoiceField(RevisionLog.Type.values)
+
+
+# --- responses ----------------------------------------------------------------------------------------------------
+class SourceConfigOutput(serializers.Serializer):
+    integration_id = serializers.CharField(allow_null=True)
+    repo_url = serializers.CharField(allow_null=True)
+    deployment_type = serializers.CharField(allow_null=True)
+    build_on_push = serializers.BooleanField(allow_null=True)
+    custom_url = serializers.CharField()
+    resource_spec = serializers.JSONField(allow_null=True)
+    listener_id = serializers.CharField(allow_null=True)
+    listener_config = serializers.JSONField(allow_null=True)
+    install_command = serializers.CharField(allow_null=True)
+    build_command = serializers.CharField(allow_null=True)
+
+
+class SourceRevisionConfigOutput(serializers.Serializer):
+    repo_ref = serializers.CharField(allow_null=True)
+    langgraph_config_path = serializers.CharField(allow_null=True)
+    image_uri = serializers.CharField(allow_null=True)
+    source_tarball_path = serializers.CharField(allow_null=True)
+    repo_commit_sha = serializers.CharField(allow_null=True)
+
+
+class SecretNameOutput(serializers.Serializer):
+    name = serializers.CharField()
+
+
+class DeploymentOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    tenant_id = serializers.UUIDField()
+    name = serializers.CharField()
+    source = serializers.CharField()
+    source_config = SourceConfigOutput()
+    source_revision_config = SourceRevisionConfigOutput()
+    secrets = SecretNameOutput(many=True)
+    status = serializers.ChoiceField(Deployment.Status.values)
+    latest_revision_id = serializers.UUIDField(allow_null=True)
+    active_revision_id = serializers.UUIDField(allow_null=True)
+    image_version = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class DeploymentsListOutput(serializers.Serializer):
+    resources = DeploymentOutput(many=True)
+    offset = serializers.IntegerField()
+
+
+class RevisionOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    status = serializers.ChoiceField(RevisionStatus.values)
+    source = serializers.CharField()
+    source_revision_config = SourceRevisionConfigOutput()
+
+
+class RevisionsListOutput(serializers.Serializer):
+    resources = RevisionOutput(many=True)
+    offset = serializers.IntegerField()
+
+
+class LogEntryOutput(serializers.Serializer):
+    id = serializers.CharField()
+    timestamp = serializers.IntegerField(help_text="Milliseconds since the epoch.")
+    level = serializers.CharField()
+    message = serializers.CharField()
+
+
+class LogsOutput(serializers.Serializer):
+    logs = LogEntryOutput(many=True)
+    next_offset = serializers.CharField(allow_null=True)
+
+
+class UploadUrlInput(serializers.Serializer):
+    supports_upload_headers = serializers.BooleanField(required=False, allow_null=True)
+
+
+class UploadUrlOutput(serializers.Serializer):
+    upload_url = serializers.CharField()
+    object_path = serializers.CharField()

@@ -1,0 +1,32 @@
+"""What a revision's serving process runs: the project's graphs behind the chat app's protocol code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from chat import graph_runtime
+
+
+def project_graph_specs(config_path: str | Path) -> dict[str, str]:
+    """The graphs of a langgraph.json, by name, with `./file.py` paths made absolute."""
+    path = Path(config_path).resolve()
+    graphs = json.loads(path.read_text(encoding="utf-8")).get("graphs") or {}
+    specs = {}
+    for name, entry in graphs.items():
+        spec = entry.get("path") if isinstance(entry, dict) else entry
+        target, _, attr = str(spec).rpartition(":")
+        if target.endswith(".py") or "/" in target:
+            target = str((path.parent / target).resolve())
+        specs[str(name)] = f"{target}:{attr}"
+    return specs
+
+
+def load_project_graphs(config_path: str | Path, *, checkpointer=None) -> dict[str, graph_runtime.ServedGraph]:
+    """Load every graph of the project as the chat app would serve it (raises GraphLoadError)."""
+    if checkpointer is None:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        checkpointer = InMemorySaver()
+    return {name: graph_runtime.load_graph(spec, checkpointer=checkpointer)
+            for name, spec in project_graph_specs(config_path).items()}

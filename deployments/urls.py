@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+from django.urls import path, re_path
+
+from core.views import method_routes
+from deployments import api, api_logs, proxy
+
+app_name = "deployments"
+
+# Paths are slash-less and never redirected: LangChain's CLI treats any 3xx as an error.
+D = "v2/deployments/<str:deployment_id>"
+R = f"{D}/revisions/<str:revision_id>"
+
+urlpatterns = [
+    path("v2/deployments", method_routes(get=api.DeploymentListApi, post=api.DeploymentCreateApi), name="list"),
+    re_path(r"^v2/deployments/uploads/(?P<object_path>.+)$", api_logs.UploadPutApi.as_view(), name="upload"),
+    path(D, method_routes(get=api.DeploymentDetailApi, patch=api.DeploymentUpdateApi,
+                          delete=api.DeploymentDeleteApi), name="detail"),
+    path(f"{D}/upload-url", api_logs.UploadUrlCreateApi.as_view(), name="upload-url"),
+    path(f"{D}/revisions", api.RevisionListApi.as_view(), name="revisions"),
+    path(R, api.RevisionDetailApi.as_view(), name="revision"),
+    path(f"{R}/redeploy", api.RevisionRedeployApi.as_view(), name="redeploy"),
+    path(f"{R}/interrupt", api.RevisionInterruptApi.as_view(), name="interrupt"),
+    path(f"{R}/logs", api_logs.RevisionLogsApi.as_view(), name="logs"),
+    # The log endpoints langgraph-cli calls ("project" is the deployment).
+    path("v1/projects/<str:project_id>/revisions/<str:revision_id>/build_logs",
+         api_logs.ProjectBuildLogsApi.as_view(), name="project-build-logs"),
+    path("v1/projects/<str:project_id>/revisions/<str:revision_id>/deploy_logs",
+         api_logs.ProjectRevisionDeployLogsApi.as_view(), name="project-revision-deploy-logs"),
+    path("v1/projects/<str:project_id>/deploy_logs", api_logs.ProjectDeployLogsApi.as_view(),
+         name="project-deploy-logs"),
+    # The served agents: {PUBLIC_BASE_URL}/deployments/{id} is each deployment's stable URL.
+    re_path(r"^deployments/(?P<deployment_id>[^/]+)(?P<subpath>/.*)?$", proxy.deployment_proxy, name="proxy"),
+]

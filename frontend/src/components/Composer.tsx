@@ -1,0 +1,69 @@
+import { type FormEvent, type KeyboardEvent, useEffect, useRef, useState } from "react";
+
+interface Props {
+  running: boolean;
+  stopping: boolean;
+  onSend: (text: string) => void;
+  onStop: () => void;
+}
+
+/** The message box: Enter sends, Shift+Enter adds a line; sending waits for the run to end, Stop cancels it. */
+export function Composer({ running, stopping, onSend, onStop }: Props) {
+  const [text, setText] = useState("");
+  const box = useRef<HTMLTextAreaElement>(null);
+  const canSend = !running && text.trim().length > 0;
+
+  useEffect(() => {
+    const node = box.current;
+    if (!node) return;
+    node.style.height = "auto";
+    node.style.height = `${Math.min(node.scrollHeight, 240)}px`;
+  }, [text]);
+
+  function send() {
+    if (!canSend) return;
+    onSend(text.trim());
+    setText("");
+    box.current?.focus();
+  }
+
+  function onSubmit(event: FormEvent) {
+    event.preventDefault();
+    send();
+  }
+
+  function onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>) {
+    if (event.key === "Enter" && !event.shiftKey && !event.nativeEvent.isComposing) {
+      event.preventDefault();
+      send();
+    }
+  }
+
+  return (
+    <form className="composer" onSubmit={onSubmit}>
+      <label htmlFor="composer-input" className="visually-hidden">Message to the agent</label>
+      <textarea
+        id="composer-input"
+        ref={box}
+        rows={1}
+        value={text}
+        placeholder="Ask the agent…"
+        aria-describedby="composer-hint composer-state"
+        onChange={(event) => setText(event.target.value)}
+        onKeyDown={onKeyDown}
+      />
+      <span id="composer-hint" className="composer-hint">Enter sends · Shift+Enter adds a line</span>
+      <span id="composer-state" className="visually-hidden">
+        {running ? "The agent is working: you can send once it has finished, or stop it." : ""}
+      </span>
+      <div className="composer-actions">
+        {running ? (
+          <button type="button" className="button button-stop" onClick={onStop} disabled={stopping}>
+            {stopping ? "Stopping…" : "Stop"}
+          </button>
+        ) : null}
+        <button type="submit" className="button button-primary" disabled={!canSend}>Send</button>
+      </div>
+    </form>
+  );
+}

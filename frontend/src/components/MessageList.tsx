@@ -1,0 +1,86 @@
+import type { BaseMessage } from "@langchain/core/messages";
+import type { AssembledToolCall } from "@langchain/react";
+import type { ReactNode } from "react";
+
+import {
+  type CallOf,
+  kindOf,
+  messageKey,
+  reasoningOf,
+  textOf,
+  type ToolResult,
+  toolCallsOf,
+  toolResultsById,
+} from "../lib/messages";
+import { Markdown } from "./Markdown";
+import { Reasoning } from "./Reasoning";
+import type { Status } from "./Status";
+import { ToolCallCard, type ToolCallView } from "./ToolCallCard";
+
+interface Props {
+  messages: readonly BaseMessage[];
+  /** Live tool-call states of this namespace (from the streaming client). */
+  toolCalls: readonly AssembledToolCall[];
+  /** Whether this namespace is still producing output. */
+  active: boolean;
+  /** Renders a call itself (the coordinator's `task` calls become subagent cards); null = a tool call card. */
+  renderCall?: (call: CallOf) => ReactNode | null;
+  /** Human messages to leave out (a subagent's task is already in its card's header). */
+  skipHumanText?: string;
+}
+
+function callView(call: CallOf, live: AssembledToolCall | undefined, result: ToolResult | undefined,
+                  active: boolean): ToolCallView {
+  if (live && live.status !== "running") {
+    const failed = live.status === "error";
+    return { id: call.id, name: live.name || call.name, args: live.args ?? call.args,
+             status: failed ? "error" : "complete", result: failed ? undefined : live.output ?? result?.content,
+             error: failed ? live.error ?? result?.content : undefined };
+  }
+  if (result) {
+    return { id: call.id, name: call.name, args: call.args, status: result.isError ? "error" : "complete",
+             result: result.isError ? undefined : result.content, error: result.isError ? result.content : undefined };
+  }
+  const status: Status = live ? "running" : active ? "pending" : "stopped";
+  return { id: call.id, name: call.name, args: live?.args ?? call.args, status };
+}
+
+/** A transcript: human turns, assistant turns (thinking, markdown text, tool calls); tool results sit in their call. */
+export function MessageList({ messages, toolCalls, active, renderCall, skipHumanText }: Props) {
+  const results = toolResultsById(messages);
+  const live = new Map(toolCalls.map((call) => [call.callId ?? call.id, call]));
+  const lastAi = messages.reduce((found, message, index) => (kindOf(message) === "ai" ? index : found), -1);
+  return (
+    <>
+      {messages.map((message, index) => {
+        const kind = kindOf(message);
+        if (kind === "human") {
+          const text = textOf(message);
+          if (skipHumanText !== undefined && text.trim() === skipHumanText.trim()) return null;
+          return (
+            <article key={messageKey(message, index)} className="msg msg-human" aria-label="You said">
+              <div className="msg-text">{text}</div>
+            </article>
+          );
+        }
+        if (kind !== "ai") return null;
+        const reasoning = reasoningOf(message);
+        const text = textOf(message);
+        const calls = toolCallsOf(message);
+        const thinking = active && index === lastAi && !text && calls.length === 0;
+        if (!reasoning && !text && calls.length === 0 && !(active && index === lastAi)) return null;
+        return (
+          <article key={messageKey(message, index)} className="msg msg-ai" aria-label="Assistant">
+            {reasoning ? <Reasoning text={reasoning} thinking={thinking} /> : null}
+            {text ? <Markdown text={text} /> : null}
+            {calls.map((call) => {
+              const custom = renderCall?.(call);
+              if (custom) return <div key={call.id}>{custom}</div>;
+              return <ToolCallCard key={call.id} call={callView(call, live.get(call.id), results.get(call.id), active)} />;
+            })}
+          </article>
+        );
+      })}
+    </>
+  );
+}

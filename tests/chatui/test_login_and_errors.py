@@ -1,0 +1,68 @@
+"""The chat page with anonymous chat off and a real model configured without its key: logging in, private threads,
+and a failed run explained in plain words."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+pytest.importorskip("playwright.sync_api", reason="Browser tests need the playwright package (requirements-dev.txt)")
+
+from django.contrib.auth import get_user_model  # noqa: E402
+from playwright.sync_api import expect  # noqa: E402
+
+from tests.chatui.conftest import live_page_server  # noqa: E402
+from tests.chatui.page_support import send, thread_id_in_url, wait_for_run_end  # noqa: E402
+
+pytestmark = [pytest.mark.live, pytest.mark.browser]
+page_server = live_page_server(CHAT_ALLOW_ANONYMOUS="false", CHAT_MODEL="openai:gpt-5.4-mini", OPENAI_API_KEY="")
+
+
+@pytest.fixture
+def base(page_server, transactional_db):
+    return page_server.url
+
+
+def log_in(page, base: str, username: str, password: str) -> None:
+    page.goto(f"{base}/chat/")
+    expect(page).to_have_url(re.compile(r"/chat/login/\?next=/chat/$"))
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(f"{base}/chat/")
+    expect(page.locator(".account")).to_contain_text(f"Signed in as {username}")
+
+
+def test_users_log_in_and_see_only_their_own_threads_and_a_missing_key_is_named(base, new_page, shoot):
+    users = get_user_model().objects
+    users.create_user("alice", password="alice-secret-1")
+    users.create_user("bob", password="bob-secret-1")
+    assert httpx.get(f"{base}/api/threads").status_code == 401
+
+    alice = new_page()
+    alice.goto(f"{base}/chat/")
+    shoot(alice, "login")
+    log_in(alice, base, "alice", "alice-secret-1")
+    expect(alice.locator("#offline-model-banner")).to_have_count(0)
+    send(alice, "calculate 1 + 1")
+    wait_for_run_end(alice)
+    error = alice.locator(".error-box")
+    expect(error).to_contain_text("The agent run failed")
+    expect(error).to_contain_text("OPENAI_API_KEY is not set")
+    shoot(alice, "desktop-missing-provider-key")
+    thread_id = thread_id_in_url(alice)
+    sidebar = alice.get_by_role("navigation", name="Conversations")
+    expect(sidebar.locator(f'li[data-thread-id="{thread_id}"]')).to_contain_text("calculate 1 + 1")
+
+    bob = new_page()
+    log_in(bob, base, "bob", "bob-secret-1")
+    expect(bob.get_by_text("No conversations yet.")).to_be_visible()
+    bob.goto(f"{base}/chat/?thread={thread_id}")
+    expect(bob.get_by_text("This conversation was not found")).to_be_visible()
+    expect(bob.locator("article.msg-human")).to_have_count(0)
+
+    alice.get_by_role("button", name="Log out").click()
+    expect(alice).to_have_url(re.compile(r"/chat/login/"))
+    assert alice.problems == [] and bob.problems == []

@@ -1,0 +1,240 @@
+"""Revisions, their logs, redeploy and interrupt, and source uploads through signed URLs."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import uuid
+
+import pytest
+
+from deployments import services
+from deployments.models import Revision, RevisionLog
+from deployments.uploads import object_file
+from tests.deployments.support import tarball
+
+pytestmark = pytest.mark.django_db
+
+
+def new_revision(api_client, deployment, object_path=None):
+    config = {"source_tarball_path": object_path or deployment["source_revision_config"]["source_tarball_path"]}
+    response = api_client.patch(f"/v2/deployments/{deployment['id']}", {"source_revision_config": config},
+                                format="json")
+    assert response.status_code == 200
+    return response.json()
+
+
+def test_revisions_are_listed_newest_first_with_paging_and_a_status_filter(api_client, internal_deployment):
+    deployment = internal_deployment()
+    for _ in range(3):
+        deployment = new_revision(api_client, deployment)
+    base = f"/v2/deployments/{deployment['id']}/revisions"
+    everything = api_client.get(base).json()["resources"]
+    numbers = [Revision.objects.get(id=r["id"]).number for r in everything]
+    assert numbers == [4, 3, 2, 1] and everything[0]["id"] == deployment["latest_revision_id"]
+    first = api_client.get(base, {"limit": 1}).json()
+    assert [r["id"] for r in first["resources"]] == [deployment["latest_revision_id"]] and first["offset"] == 1
+    rest = api_client.get(base, {"limit": 10, "offset": 1}).json()
+    assert [r["id"] for r in rest["resources"]] == [r["id"] for r in everything[1:]] and rest["offset"] == 4
+    assert len(api_client.get(base, {"status": "SKIPPED"}).json()["resources"]) == 3
+    assert len(api_client.get(base, {"status": "QUEUED,SKIPPED"}).json()["resources"]) == 4
+    bad = api_client.get(base, {"status": "QUEUED,NOPE"})
+    assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "status"]
+
+
+def test_a_missing_revision_is_404(api_client, internal_deployment, outsider_client):
+    deployment = internal_deployment()
+    missing = uuid.uuid4()
+    response = api_client.get(f"/v2/deployments/{deployment['id']}/revisions/{missing}")
+    assert response.status_code == 404 and response.json() == {"detail": f"Revision ID {missing} not found."}
+    foreign = outsider_client.get(f"/v2/deployments/{deployment['id']}/revisions/{deployment['latest_revision_id']}")
+    assert foreign.json() == {"detail": f"Deployment ID {deployment['id']} not found."}
+
+
+def test_interrupt_stops_a_revision_in_progress_and_its_job_then_does_nothing(api_client, internal_deployment,
+                                                                               run_jobs):
+    deployment = internal_deployment()
+    url = f"/v2/deployments/{deployment['id']}/revisions/{deployment['latest_revision_id']}"
+    response = api_client.post(f"{url}/interrupt")
+    assert response.status_code == 200 and response.json()["status"] == "INTERRUPTED"
+    again = api_client.post(f"{url}/interrupt")
+    assert again.status_code == 400 and "INTERRUPTED" in again.json()["detail"]
+    assert run_jobs() == ["deployments.build"]
+    assert api_client.get(url).json()["status"] == "INTERRUPTED"
+
+
+def test_redeploy_makes_a_new_revision_from_that_revisions_source(api_client, internal_deployment, uploaded, project):
+    deployment = internal_deployment()
+    first = deployment["latest_revision_id"]
+    first_path = deployment["source_revision_config"]["source_tarball_path"]
+    deployment = new_revision(api_client, deployment, uploaded(deployment["id"], tarball(project)))
+    response = api_client.post(f"/v2/deployments/{deployment['id']}/revisions/{first}/redeploy")
+    assert response.status_code == 200
+    redeployed = response.json()
+    assert redeployed["latest_revision_id"] not in (first, deployment["latest_revision_id"])
+    assert redeployed["source_revision_config"]["source_tarball_path"] == first_path
+    assert Revision.objects.get(id=deployment["latest_revision_id"]).status == "SKIPPED"
+
+
+def _add_logs(revision_id, count, log_type="build"):
+    revision = Revision.objects.get(id=revision_id)
+    services.log_append(revision=revision, type=log_type, lines=[f"line {i}" for i in range(count)])
+    services.log_append(revision=revision, type=log_type, lines=["boom"], level=RevisionLog.Level.ERROR)
+
+
+def test_logs_page_by_cursor_in_either_order_and_filter(api_client, internal_deployment):
+    deployment = internal_deployment()
+    rid = deployment["latest_revision_id"]
+    RevisionLog.objects.filter(revision_id=rid).delete()
+    _add_logs(rid, 5)
+    url = f"/v2/deployments/{deployment['id']}/revisions/{rid}/logs"
+    first = api_client.get(url, {"type": "build", "limit": 3}).json()
+    assert [e["message"] for e in first["logs"]] == ["line 0", "line 1", "line 2"]
+    second = api_client.get(url, {"type": "build", "limit": 3, "offset": first["next_offset"]}).json()
+    assert [e["message"] for e in second["logs"]] == ["line 3", "line 4", "boom"]
+    # A follower that is up to date keeps its cursor.
+    third = api_client.get(url, {"type": "build", "offset": second["next_offset"]}).json()
+    assert third == {"logs": [], "next_offset": second["next_offset"]}
+    newest = api_client.get(url, {"type": "build", "limit": 2, "order": "desc"}).json()
+    assert [e["message"] for e in newest["logs"]] == ["boom", "line 4"]
+    assert isinstance(newest["logs"][0]["timestamp"], int) and newest["logs"][0]["level"] == "ERROR"
+    errors = api_client.get(url, {"type": "build", "level": "error"}).json()["logs"]
+    assert [e["message"] for e in errors] == ["boom"]
+    found = api_client.get(url, {"type": "build", "query": "LINE 3"}).json()["logs"]
+    assert [e["message"] for e in found] == ["line 3"]
+    assert api_client.get(url, {"type": "deploy"}).json()["logs"] == []
+    for params, loc in (({}, ["query", "type"]), ({"type": "build", "limit": 1001}, ["query", "limit"]),
+                        ({"type": "build", "order": "up"}, ["query", "order"]),
+                        ({"type": "build", "start_time": "yesterday"}, ["query", "start_time"])):
+        response = api_client.get(url, params)
+        assert response.status_code == 422 and response.json()["detail"][0]["loc"] == loc
+
+
+def test_the_v1_log_endpoints_of_langgraph_cli_answer(api_client, internal_deployment):
+    deployment = internal_deployment()
+    rid = deployment["latest_revision_id"]
+    _add_logs(rid, 2, "deploy")
+    build = api_client.post(f"/v1/projects/{deployment['id']}/revisions/{rid}/build_logs",
+                            {"order": "desc", "limit": 30}, format="json")
+    assert build.status_code == 200 and build.json()["logs"][-1]["message"] == "Revision #1 created."
+    deploy = api_client.post(f"/v1/projects/{deployment['id']}/deploy_logs",
+                             {"limit": 7, "order": "desc", "level": "ERROR", "query": "boom",
+                              "start_time": "2000-01-01T00:00:00Z", "end_time": "2999-01-01T00:00:00Z"}, format="json")
+    assert [e["message"] for e in deploy.json()["logs"]] == ["boom"]
+    per_revision = api_client.post(f"/v1/projects/{deployment['id']}/revisions/{rid}/deploy_logs",
+                                   {"limit": 100, "order": "asc", "start_time": 946684800000}, format="json")
+    assert [e["message"] for e in per_revision.json()["logs"]] == ["line 0", "line 1", "boom"]
+
+
+# --- uploads ------------------------------------------------------------------------------------------------------
+def _upload_url(api_client, deployment_id):
+    body = api_client.post(f"/v2/deployments/{deployment_id}/upload-url", {}, format="json").json()
+    return "/" + body["upload_url"].split("://", 1)[1].split("/", 1)[1], body
+
+
+@pytest.fixture
+def empty_deployment(api_client, deploy_settings):
+    return api_client.post("/v2/deployments", {"name": "up", "source": "internal_source", "source_config": {},
+                                               "source_revision_config": {}}, format="json").json()
+
+
+def test_the_upload_url_is_on_this_service_and_authorised_by_itself(api_client, empty_deployment, project, settings,
+                                                                     client):
+    path, body = _upload_url(api_client, empty_deployment["id"])
+    assert body["upload_url"].startswith(f"{settings.PUBLIC_BASE_URL}/v2/deployments/uploads/")
+    assert body["object_path"].startswith(f"{empty_deployment['tenant_id']}/{empty_deployment['id']}/")
+    data = tarball(project)
+    tampered = path.replace("signature=", "signature=x")
+    assert client.generic("PUT", tampered, data, content_type="application/gzip").status_code == 403
+    other_object = path.replace(body["object_path"].rsplit("/", 1)[1], "0" * 32 + ".tar.gz")
+    assert client.generic("PUT", other_object, data, content_type="application/gzip").status_code == 403
+    # No API key at all: the URL is the authorisation.
+    assert client.generic("PUT", path, data, content_type="application/gzip").status_code == 200
+    assert object_file(body["object_path"]).is_file()
+    assert client.generic("PUT", path, data, content_type="application/gzip").status_code == 409
+
+
+def test_an_expired_upload_url_is_refused(api_client, empty_deployment, project, settings, client):
+    path, _ = _upload_url(api_client, empty_deployment["id"])
+    settings.DEPLOY_UPLOAD_URL_TTL_SECONDS = -1
+    response = client.generic("PUT", path, tarball(project), content_type="application/gzip")
+    assert response.status_code == 403 and "expired" in response.json()["detail"]
+
+
+def _member(name, kind=tarfile.REGTYPE, linkname="", size=1):
+    member = tarfile.TarInfo(name)
+    member.type, member.linkname, member.size = kind, linkname, size if kind == tarfile.REGTYPE else 0
+    return member
+
+
+@pytest.mark.parametrize("member, reason", [
+    (_member("../escape.py"), "'..'"),
+    (_member("/etc/evil.py"), "absolute"),
+    (_member("pkg/../../escape.py"), "'..'"),
+    (_member("link", tarfile.SYMTYPE, "../../etc/passwd"), "outside"),
+    (_member("abs-link", tarfile.SYMTYPE, "/etc/passwd"), "absolute"),
+    (_member("hard", tarfile.LNKTYPE, "../outside"), "outside"),
+    (_member("fifo", tarfile.FIFOTYPE), "only files"),
+])
+def test_an_unsafe_tarball_is_refused_and_not_stored(api_client, empty_deployment, project, client, member, reason):
+    path, body = _upload_url(api_client, empty_deployment["id"])
+    response = client.generic("PUT", path, tarball(project, extra=[member]), content_type="application/gzip")
+    assert response.status_code == 400 and reason in response.json()["detail"]
+    assert not object_file(body["object_path"]).exists()
+    assert list(object_file(body["object_path"]).parent.glob("*")) == []
+
+
+def test_too_many_files_or_too_many_bytes_are_refused(api_client, empty_deployment, project, client, settings):
+    settings.DEPLOY_UPLOAD_MAX_FILES = 2
+    path, _ = _upload_url(api_client, empty_deployment["id"])
+    response = client.generic("PUT", path, tarball(project, extra=[_member("a.py"), _member("b.py")]),
+                              content_type="application/gzip")
+    assert response.status_code == 400 and "entries" in response.json()["detail"]
+    settings.DEPLOY_UPLOAD_MAX_FILES, settings.DEPLOY_UPLOAD_MAX_UNPACKED_BYTES = 100, 1000
+    path, _ = _upload_url(api_client, empty_deployment["id"])
+    response = client.generic("PUT", path, tarball(project, extra=[_member("big.bin", size=5000)]),
+                              content_type="application/gzip")
+    assert response.status_code == 400 and "unpacks to more than" in response.json()["detail"]
+
+
+def test_a_body_over_the_upload_limit_is_413(api_client, empty_deployment, client, settings):
+    settings.DEPLOY_UPLOAD_MAX_BYTES = 100
+    path, _ = _upload_url(api_client, empty_deployment["id"])
+    response = client.generic("PUT", path, b"x" * 101, content_type="application/gzip")
+    assert response.status_code == 413
+
+
+def test_a_dot_env_in_the_tarball_is_dropped(api_client, empty_deployment, project, client):
+    (project / ".env").write_text("OPENAI_API_KEY=sk-local-secret\n")
+    (project / "sub").mkdir()
+    (project / "sub" / ".env").write_text("X=1\n")
+    path, body = _upload_url(api_client, empty_deployment["id"])
+    assert client.generic("PUT", path, tarball(project), content_type="application/gzip").status_code == 200
+    stored = object_file(body["object_path"]).read_bytes()
+    with tarfile.open(fileobj=io.BytesIO(stored)) as tar:
+        names = tar.getnames()
+    assert sorted(names) == ["graph.py", "langgraph.json"]
+    assert b"sk-local-secret" not in stored
+
+
+def test_a_tarball_path_of_another_deployment_or_not_uploaded_is_refused(api_client, empty_deployment, deploy_settings):
+    other = api_client.post("/v2/deployments", {"name": "other", "source": "internal_source"}, format="json").json()
+    _, body = _upload_url(api_client, other["id"])
+    for path in (body["object_path"], "../../etc/passwd", f"{other['tenant_id']}/{empty_deployment['id']}/x.tar.gz"):
+        response = api_client.patch(f"/v2/deployments/{empty_deployment['id']}",
+                                    {"source_revision_config": {"source_tarball_path": path}}, format="json")
+        assert response.status_code == 400, path
+    _, own = _upload_url(api_client, empty_deployment["id"])
+    response = api_client.patch(f"/v2/deployments/{empty_deployment['id']}",
+                                {"source_revision_config": {"source_tarball_path": own["object_path"]}}, format="json")
+    assert response.status_code == 400 and "PUT the tarball" in response.json()["detail"]
+
+
+def test_upload_url_is_only_for_internal_source(api_client, deploy_settings, tmp_path):
+    from tests.deployments.support import git_repo, make_project
+
+    url = git_repo(make_project(tmp_path / "repos" / "r"))
+    deployment = api_client.post("/v2/deployments", {"name": "g", "source": "github",
+                                                     "source_config": {"repo_url": url}}, format="json").json()
+    response = api_client.post(f"/v2/deployments/{deployment['id']}/upload-url", {}, format="json")
+    assert response.status_code == 400 and "internal_source" in response.json()["detail"]

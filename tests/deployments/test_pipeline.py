@@ -1,0 +1,131 @@
+"""The revision pipeline run in this process: each failure ends in the right status with its cause in the log."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.models import Job
+from core.services import job_claim, job_enqueue
+from deployments import pipeline
+from deployments.models import Deployment, Revision, RevisionLog
+from tests.deployments.support import CONFIG, make_project, tarball
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def logs(revision_id, log_type=None) -> str:
+    entries = RevisionLog.objects.filter(revision_id=revision_id).order_by("id")
+    if log_type:
+        entries = entries.filter(type=log_type)
+    return "\n".join(entries.values_list("message", flat=True))
+
+
+def deploy_variant(internal_deployment, tmp_path, run_jobs, *, secrets=None, **project):
+    data = tarball(make_project(tmp_path / "variant", **project))
+    deployment = internal_deployment(data=data, secrets=secrets)
+    run_jobs()
+    return Revision.objects.get(id=deployment["latest_revision_id"])
+
+
+@pytest.mark.parametrize("project, cause", [
+    ({"config": "{not json"}, "is not valid JSON"),
+    ({"config": {"dependencies": ["."], "graphs": {}}}, "non-empty \"graphs\""),
+    ({"config": {"dependencies": ["."], "graphs": {"agent": "./missing.py:graph"}}}, "does not exist"),
+    ({"config": {"graphs": {"agent": "./graph.py:graph"}}}, "\"dependencies\""),
+    ({"graph": "raise RuntimeError('boom at import time')\n"}, "boom at import time"),
+    ({"config": {**CONFIG, "dependencies": [".", "surely-not-a-package-6f1d==1.0"]}},
+     "No matching distribution found for surely-not-a-package-6f1d"),
+    ({"config": {**CONFIG, "dependencies": [".", "langgraph==0.0.1"]}},
+     "conflicts with the service's pinned langgraph"),
+    ({"config": CONFIG, "files": {"requirements.txt": "langgraph<0.1\n"}}, "conflicts with the service's pinned"),
+])
+def test_a_broken_build_ends_build_failed_with_the_cause_in_the_build_log(internal_deployment, tmp_path, run_jobs,
+                                                                          project, cause):
+    revision = deploy_variant(internal_deployment, tmp_path, run_jobs, **project)
+    assert revision.status == "BUILD_FAILED"
+    assert cause in logs(revision.id, "build"), logs(revision.id)
+    assert not has_job("deployments.deploy", revision)
+    assert Deployment.objects.get(id=revision.deployment_id).active_revision is None
+
+
+def has_job(kind, revision) -> bool:
+    return Job.objects.filter(kind=kind, payload__revision_id=str(revision.id)).exists()
+
+
+def test_a_server_that_exits_at_once_ends_deploy_failed_with_its_output(internal_deployment, tmp_path, run_jobs):
+    revision = deploy_variant(internal_deployment, tmp_path, run_jobs,
+                              secrets=[{"name": "EXIT_AT_START", "value": "1"}])
+    assert revision.status == "DEPLOY_FAILED"
+    deploy_log = logs(revision.id, "deploy")
+    assert "exiting at start as asked" in deploy_log and "exited with code 3" in deploy_log
+    assert Deployment.objects.get(id=revision.deployment_id).status == "AWAITING_DATABASE"
+
+
+def _claimed_job(revision, kind, attempts):
+    job_enqueue(kind=kind, payload={"revision_id": str(revision.id)})
+    job = job_claim(worker_id="w", queues=["deployments"], lease_seconds=60)
+    job.attempts = attempts
+    return job
+
+
+class Lease:
+    lost = False
+
+
+def test_a_step_whose_worker_died_too_often_fails_cleanly_instead_of_hanging(internal_deployment, run_jobs, settings):
+    deployment = internal_deployment()
+    revision = Revision.objects.get(id=deployment["latest_revision_id"])
+    Revision.objects.filter(id=revision.id).update(status="BUILDING")
+    Job.objects.all().delete()
+    job = _claimed_job(revision, "deployments.build", attempts=settings.DEPLOY_STEP_MAX_ATTEMPTS + 1)
+    pipeline.build_step(revision_id=str(revision.id), job=job, lease=Lease())
+    revision.refresh_from_db()
+    assert revision.status == "BUILD_FAILED" and "stopped 3 times" in revision.status_message
+
+
+def test_the_reconciler_fails_a_live_revision_whose_job_is_gone(internal_deployment):
+    deployment = internal_deployment()
+    Job.objects.all().delete()
+    pipeline.reconcile()
+    revision = Revision.objects.get(id=deployment["latest_revision_id"])
+    assert revision.status == "CREATE_FAILED" and "job ended" in revision.status_message
+
+
+def test_a_git_ref_that_does_not_exist_fails_the_build(api_client, deploy_settings, tmp_path, run_jobs):
+    from tests.deployments.support import git_repo
+
+    url = git_repo(make_project(tmp_path / "repos" / "agent"))
+    body = {"name": "git-agent", "source": "github", "source_config": {"repo_url": url},
+            "source_revision_config": {"repo_ref": "no-such-branch"}}
+    deployment = api_client.post("/v2/deployments", body, format="json").json()
+    run_jobs()
+    failed = Revision.objects.get(id=deployment["latest_revision_id"])
+    assert failed.status == "BUILD_FAILED" and "no-such-branch" in logs(failed.id, "build")
+
+
+def test_a_package_graph_with_an_already_installed_dependency_builds_offline(internal_deployment, tmp_path, run_jobs):
+    from tests.deployments.support import GRAPH
+
+    project = make_project(tmp_path / "pkg", config={"dependencies": [".", "httpx>=0.27"],
+                                                     "graphs": {"agent": "my_agent.graph:graph"}},
+                           files={"my_agent/__init__.py": "", "my_agent/graph.py": GRAPH})
+    deployment = internal_deployment(data=tarball(project))
+    assert run_jobs(limit=1) == ["deployments.build"]
+    revision = Revision.objects.get(id=deployment["latest_revision_id"])
+    build_log = logs(revision.id, "build")
+    assert revision.status == "AWAITING_DEPLOY", build_log
+    assert "$ pip install 'httpx>=0.27'" in build_log and "Requirement already satisfied: httpx" in build_log
+    assert "graph 'agent': OK" in build_log
+
+
+def test_the_reconciler_gives_a_busy_server_one_more_period_but_restarts_a_gone_one(internal_deployment):
+    from types import SimpleNamespace
+
+    revision = Revision.objects.get(id=internal_deployment()["latest_revision_id"])
+    busy = SimpleNamespace(is_healthy=lambda r: False, is_running=lambda r: True)
+    assert pipeline._needs_restart(busy, revision) is False
+    assert pipeline._needs_restart(busy, revision) is True
+    gone = SimpleNamespace(is_healthy=lambda r: False, is_running=lambda r: False)
+    assert pipeline._needs_restart(gone, revision) is True
+    healthy = SimpleNamespace(is_healthy=lambda r: True, is_running=lambda r: True)
+    assert pipeline._needs_restart(healthy, revision) is False

@@ -250,6 +250,24 @@ EXPORTS_ALLOW_AMBIENT_CREDENTIALS = env_bool("EXPORTS_ALLOW_AMBIENT_CREDENTIALS"
 EXPORTS_REQUIRE_HTTPS = env_bool("EXPORTS_REQUIRE_HTTPS", not DEBUG)
 EXPORTS_CREDENTIAL_PURGE_GRACE_SECONDS = env_int("EXPORTS_CREDENTIAL_PURGE_GRACE_SECONDS", 600)
 
+# Bulk export jobs (exports app; README "Bulk export jobs").
+EXPORT_DEFAULT_COMPRESSION = env_str("EXPORT_DEFAULT_COMPRESSION", "gzip")
+EXPORT_FILE_ROLLOVER_BYTES = env_int("EXPORT_FILE_ROLLOVER_BYTES", 256 * 1024 * 1024)
+EXPORT_BATCH_ROWS = env_int("EXPORT_BATCH_ROWS", 20000)
+EXPORT_ROW_GROUP_ROWS = env_int("EXPORT_ROW_GROUP_ROWS", 100_000)
+EXPORT_ROW_GROUP_BYTES = env_int("EXPORT_ROW_GROUP_BYTES", 16 * 1024 * 1024)
+EXPORT_PART_BYTES = env_int("EXPORT_PART_BYTES", 8 * 1024 * 1024)
+EXPORT_BATCH_PAUSE_SECONDS = float(env_str("EXPORT_BATCH_PAUSE_SECONDS", "0"))
+EXPORT_RUN_MAX_SECONDS = float(env_str("EXPORT_RUN_MAX_SECONDS", str(4 * 3600)))
+EXPORT_MAX_RETRIES = env_int("EXPORT_MAX_RETRIES", 20)
+EXPORT_RETRY_DELAY_SECONDS = float(env_str("EXPORT_RETRY_DELAY_SECONDS", "30"))
+EXPORT_MAX_RUNNING_EXPORTS = env_int("EXPORT_MAX_RUNNING_EXPORTS", 15)
+EXPORT_MAX_RUNNING_RUNS = env_int("EXPORT_MAX_RUNNING_RUNS", 45)
+EXPORT_SCHEDULE_GRACE_SECONDS = env_int("EXPORT_SCHEDULE_GRACE_SECONDS", 600)
+EXPORT_SCHEDULE_MAX_PENDING_CHILDREN = env_int("EXPORT_SCHEDULE_MAX_PENDING_CHILDREN", 3)
+EXPORT_SCHEDULE_SECONDS = env_int("EXPORT_SCHEDULE_SECONDS", 60)
+EXPORT_SWEEP_SECONDS = env_int("EXPORT_SWEEP_SECONDS", 15)
+
 # Security headers; secure defaults whenever DEBUG is off.
 _https = _public.scheme == "https"
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("TRUST_X_FORWARDED_PROTO", False) else None
@@ -303,7 +321,8 @@ SPECTACULAR_SETTINGS = {
     "SERVE_AUTHENTICATION": [],
     "DEFAULT_GENERATOR_CLASS": "core.openapi.ServiceSchemaGenerator",
     # One name for a choice set that several fields share (source and revision_source).
-    "ENUM_NAME_OVERRIDES": {"DeploymentSourceEnum": "deployments.models.Deployment.Source"},
+    "ENUM_NAME_OVERRIDES": {"DeploymentSourceEnum": "deployments.models.Deployment.Source",
+                            "BulkExportFormatVersionEnum": "exports.models.BulkExport.FormatVersion"},
 }
 
 # Daphne does not serve static files itself; the ASGI app does when this is on.

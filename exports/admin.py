@@ -111,7 +111,7 @@ class DestinationChangeForm(CredentialFieldsMixin, forms.ModelForm):
 
 @admin.register(Destination)
 class DestinationAdmin(admin.ModelAdmin):
-    list_display = ["display_name", "workspace", "bucket", "endpoint", "credentials", "last_validated_at",
+    list_display = ["display_name", "workspace", "bucket", "endpoint", "region", "credentials", "last_validated_at",
                     "created_at", "deleted"]
     list_filter = ["workspace", ("deleted_at", admin.EmptyFieldListFilter)]
     list_select_related = ["workspace"]
@@ -148,6 +148,10 @@ class DestinationAdmin(admin.ModelAdmin):
     @admin.display(description="endpoint")
     def endpoint(self, obj):
         return obj.config.get("endpoint_url") or "AWS"
+
+    @admin.display(description="region")
+    def region(self, obj):
+        return obj.config.get("region") or "-"
 
     @admin.display(description="credentials")
     def credentials(self, obj):
@@ -217,3 +221,6 @@ class CredentialVersionAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+from exports import export_admin  # noqa: E402,F401 - registers the bulk export job admin

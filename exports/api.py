@@ -11,6 +11,7 @@ from exports.serializers import (
     DestinationCreateInputSerializer,
     DestinationOutputSerializer,
     DestinationUpdateInputSerializer,
+    DestinationUpdateOutputSerializer,
 )
 
 TAGS = ["bulk-exports"]
@@ -75,7 +76,7 @@ class DestinationCredentialsUpdateApi(APIView):
 
     InputSerializer = DestinationUpdateInputSerializer
 
-    @extend_schema(request=InputSerializer, responses={200: DestinationOutputSerializer, **_ERRORS},
+    @extend_schema(request=InputSerializer, responses={200: DestinationUpdateOutputSerializer, **_ERRORS},
                    operation_id="update_bulk_export_destination", tags=TAGS)
     def patch(self, request, destination_id):
         destination = selectors.destination_get(workspace=request.user.workspace, destination_id=destination_id)
@@ -83,7 +84,8 @@ class DestinationCredentialsUpdateApi(APIView):
         data.is_valid(raise_exception=True)
         destination = services.destination_credentials_update(
             destination=destination, credentials=_credentials(data.validated_data["credentials"]))
-        return Response(DestinationOutputSerializer(destination).data)
+        # LangSmith answers a rotation with the identity and the credential field names only.
+        return Response(DestinationUpdateOutputSerializer(destination).data)
 
 
 class DestinationDeleteApi(APIView):

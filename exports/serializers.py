@@ -13,7 +13,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from exports.models import Destination
-from exports.storage import ADDRESSING_STYLES
+from exports.storage import ADDRESSING_STYLES, US_EAST_1_ENDPOINTS
 
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _IPV4_LIKE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
@@ -34,8 +34,12 @@ class StrictSerializer(serializers.Serializer):
 
 
 class ConfigKwargsS3Serializer(StrictSerializer):
-    addressing_style = serializers.ChoiceField(choices=ADDRESSING_STYLES, default="auto")
+    """The documented `BotocoreS3Config` keys, and only those (use_accelerate_endpoint is not offered)."""
+
+    addressing_style = serializers.ChoiceField(choices=ADDRESSING_STYLES, required=False, allow_null=True)
     payload_signing_enabled = serializers.BooleanField(required=False, allow_null=True)
+    us_east_1_regional_endpoint = serializers.ChoiceField(choices=US_EAST_1_ENDPOINTS, required=False,
+                                                          allow_null=True)
 
     class Meta:
         ref_name = "BotocoreS3Config"
@@ -53,10 +57,10 @@ class S3AdditionalKwargsSerializer(StrictSerializer):
 
 class S3ConfigInputSerializer(StrictSerializer):
     bucket_name = serializers.CharField(min_length=3, max_length=63)
-    prefix = serializers.CharField(max_length=1024, allow_blank=True, required=False, default="")
+    prefix = serializers.CharField(max_length=1024, allow_blank=True, allow_null=True, required=False, default="")
     region = serializers.RegexField(r"^[a-z0-9-]+$", max_length=64, required=False, allow_null=True)
     endpoint_url = serializers.CharField(max_length=2048, required=False, allow_null=True, allow_blank=True)
-    include_bucket_in_prefix = serializers.BooleanField(required=False, default=True)
+    include_bucket_in_prefix = serializers.BooleanField(required=False, allow_null=True, default=True)
     config_kwargs_s3 = ConfigKwargsS3Serializer(required=False, allow_null=True)
     s3_additional_kwargs = S3AdditionalKwargsSerializer(required=False, allow_null=True)
     aws_role_arn = serializers.CharField(required=False, allow_null=True, allow_blank=True)
@@ -71,7 +75,8 @@ class S3ConfigInputSerializer(StrictSerializer):
                 "or digit, and are not formatted like an IP address.")
         return value
 
-    def validate_prefix(self, value: str) -> str:
+    def validate_prefix(self, value: str | None) -> str:
+        value = value or ""
         if _CONTROL.search(value):
             raise serializers.ValidationError("The prefix may not contain control characters.")
         return value.strip("/")
@@ -108,7 +113,7 @@ class S3ConfigInputSerializer(StrictSerializer):
                 raise serializers.ValidationError({"include_bucket_in_prefix": (
                     "include_bucket_in_prefix=false means the endpoint already names the bucket: it cannot be "
                     "combined with addressing_style=virtual.")})
-        return attrs
+        return normalise_config(attrs)
 
 
 def normalise_config(attrs: dict) -> dict:
@@ -120,7 +125,7 @@ def normalise_config(attrs: dict) -> dict:
         "prefix": attrs.get("prefix") or "",
         "region": attrs.get("region") or None,
         "endpoint_url": attrs.get("endpoint_url") or None,
-        "include_bucket_in_prefix": attrs.get("include_bucket_in_prefix", True),
+        "include_bucket_in_prefix": attrs.get("include_bucket_in_prefix") is not False,
         "config_kwargs_s3": {"addressing_style": "auto", **kwargs},
         "s3_additional_kwargs": dict(attrs.get("s3_additional_kwargs") or {}),
     }
@@ -136,7 +141,8 @@ class S3CredentialsInputSerializer(StrictSerializer):
 
 
 class DestinationCreateInputSerializer(serializers.Serializer):
-    destination_type = serializers.ChoiceField(choices=Destination.Type.choices, default=Destination.Type.S3)
+    destination_type = serializers.ChoiceField(choices=Destination.Type.choices, default=Destination.Type.S3,
+                                               allow_null=True)
     display_name = serializers.RegexField(r"^[a-zA-Z0-9\-_ ']+$", max_length=255)
     config = S3ConfigInputSerializer()
     credentials = S3CredentialsInputSerializer(required=False, allow_null=True)
@@ -151,6 +157,7 @@ class DestinationCreateInputSerializer(serializers.Serializer):
         return None
 
     def validate(self, attrs):
+        attrs["destination_type"] = attrs.get("destination_type") or Destination.Type.S3
         if not attrs.get("credentials") and not settings.EXPORTS_ALLOW_AMBIENT_CREDENTIALS:
             raise serializers.ValidationError({"credentials": serializers.ErrorDetail(
                 "credentials are required: environment-based credentials are not enabled on this installation.",
@@ -185,6 +192,7 @@ class DestinationUpdateInputSerializer(StrictSerializer):
 class ConfigKwargsS3OutputSerializer(serializers.Serializer):
     addressing_style = serializers.CharField()
     payload_signing_enabled = serializers.BooleanField(required=False)
+    us_east_1_regional_endpoint = serializers.CharField(required=False)
 
     class Meta:
         ref_name = "BotocoreS3ConfigOut"
@@ -220,3 +228,16 @@ class DestinationOutputSerializer(serializers.Serializer):
 
     class Meta:
         ref_name = "BulkExportDestination"
+
+
+class DestinationUpdateOutputSerializer(serializers.Serializer):
+    """What PATCH answers (as in LangSmith's docs): no config, no display name."""
+
+    id = serializers.UUIDField()
+    tenant_id = serializers.UUIDField(source="workspace_id")
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    credentials_keys = serializers.ListField(child=serializers.CharField())
+
+    class Meta:
+        ref_name = "BulkExportDestinationUpdated"

@@ -44,6 +44,7 @@ from exports import logredact
 from exports.errors import NotS3Endpoint, classify
 
 ADDRESSING_STYLES = ("auto", "virtual", "path")
+US_EAST_1_ENDPOINTS = ("regional", "legacy")
 PUT_EXTRA_ARGS = ("ServerSideEncryption", "SSEKMSKeyId")
 TEST_FILE_BODY = b"Bulk export destination check: this file was written to test write access.\n"
 # XML answers of S3 are small; this only stops a hostile endpoint from filling memory.
@@ -62,6 +63,7 @@ class S3Config:
     include_bucket_in_prefix: bool = True
     addressing_style: str = "auto"
     payload_signing_enabled: bool | None = None
+    us_east_1_regional_endpoint: str | None = None
     put_extra_args: dict = field(default_factory=dict)
 
     @classmethod
@@ -75,6 +77,7 @@ class S3Config:
             include_bucket_in_prefix=config.get("include_bucket_in_prefix", True) is not False,
             addressing_style=kwargs.get("addressing_style") or "auto",
             payload_signing_enabled=kwargs.get("payload_signing_enabled"),
+            us_east_1_regional_endpoint=kwargs.get("us_east_1_regional_endpoint"),
             put_extra_args={k: v for k, v in (config.get("s3_additional_kwargs") or {}).items()
                             if k in PUT_EXTRA_ARGS},
         )
@@ -275,6 +278,8 @@ def _s3_options(config: S3Config) -> dict:
     options = {"addressing_style": style}
     if config.payload_signing_enabled is not None:
         options["payload_signing_enabled"] = config.payload_signing_enabled
+    if config.us_east_1_regional_endpoint:
+        options["us_east_1_regional_endpoint"] = config.us_east_1_regional_endpoint
     return options
 
 

@@ -242,7 +242,6 @@ def test_patch_rotates_credentials_after_a_test_write(api_client, destination, s
     s3.set_auth_enforced(True)
     response = api_client.patch(f"{URL}/{destination['id']}", {"credentials": successor.as_dict()}, format="json")
     assert response.status_code == 200, response.json()
-    assert response.json()["config"] == destination["config"]
     assert response.json()["credentials_keys"] == ["access_key_id", "secret_access_key"]
     saved = Destination.objects.get(id=destination["id"])
     versions = list(saved.credential_versions.order_by("number").defer("secret"))

@@ -23,7 +23,7 @@ class ChatThreadAdmin(admin.ModelAdmin):
     list_filter = ["owner_kind", "has_state"]
     list_select_related = ["workspace", "user"]
     search_fields = ["id", "title"]
-    readonly_fields = ["id", "owner_kind", "workspace", "user", "title", "has_state", "last_seq",
+    readonly_fields = ["id", "owner_kind", "workspace", "user", "title", "graph_name", "has_state", "last_seq",
                        "expired_through_seq", "created_at", "updated_at"]
     inlines = [ChatRunInline]
 

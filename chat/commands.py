@@ -7,6 +7,8 @@ anything else gets `unknown_command`.
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +17,8 @@ from django.conf import settings
 
 from chat import db, selectors, services
 from chat.access import Caller
-from chat.graph_runtime import get_served_graph
+from chat.graph_runtime import get_served_graph, graph_name_for
+from chat.models import ChatRun
 from chat.runner import RunRequest, runs
 from chat.threads import NoSuchNamespace, namespace_checkpoints, namespace_state
 
@@ -24,6 +27,10 @@ NOT_SUPPORTED = ("input.respond", "input.inject", "subscription.subscribe", "sub
                  "subscription.reconnect")
 # Commands that create the thread for their caller when it does not exist yet.
 CLAIMING = ("run.start", "state.fork")
+# How long a run.start waits for a run whose cancel was already requested to end before refusing. The JS client's
+# stop() cancels without waiting (202) and may start the next run at once; a cancelled run ends within about a
+# second (the cancel flag is polled every 0.5 s by the process executing it).
+CANCELLED_RUN_WAIT_SECONDS = 3.0
 
 
 class CommandError(Exception):
@@ -100,7 +107,8 @@ async def _run_start(params: dict, thread) -> dict:
     configurable = _object(config, "configurable")
     checkpoint_id = _optional_string(configurable, "checkpoint_id")
     metadata = _object(params, "metadata")
-    run_id = await start_run(thread, run_input, checkpoint_id=checkpoint_id, metadata=metadata)
+    run_id = await start_run(thread, run_input, checkpoint_id=checkpoint_id, metadata=metadata,
+                             assistant_id=_optional_string(params, "assistant_id"))
     return {"run_id": str(run_id)}
 
 
@@ -115,24 +123,51 @@ async def _state_fork(params: dict, thread) -> dict:
     return {"run_id": str(run_id), "thread_id": thread.id}
 
 
-async def start_run(thread, run_input: dict | None, *, checkpoint_id: str | None, metadata: dict) -> uuid.UUID:
-    """Register and launch a run of the served graph on `thread`; its events go to the thread's log."""
+async def start_run(thread, run_input: dict | None, *, checkpoint_id: str | None, metadata: dict,
+                    assistant_id: str | None = None) -> uuid.UUID:
+    """Register and launch a run on `thread` of the graph `assistant_id` names (else the thread's own graph, else
+    the first served graph); its events go to the thread's log."""
+    graph_name = graph_name_for(assistant_id, current=thread.graph_name)
     if checkpoint_id:
-        served = get_served_graph()
+        served = get_served_graph(graph_name)
         found = await served.graph.checkpointer.aget_tuple(
             {"configurable": {"thread_id": thread.id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}})
         if found is None:
             raise CommandError("no_such_checkpoint", f"Checkpoint {checkpoint_id} not found in thread {thread.id}.")
     run_id = uuid.uuid4()
+    await _create_run(thread, run_id)
+    await db.run(services.thread_touch, thread=thread, messages=(run_input or {}).get("messages"),
+                 graph_name=graph_name)
+    workspace_id = thread.workspace_id or await db.run(chat_workspace_id)
+    runs.start(RunRequest(thread_id=thread.id, run_id=run_id, input=run_input, checkpoint_id=checkpoint_id,
+                          metadata=metadata, tracing_workspace_id=workspace_id, graph_name=graph_name))
+    return run_id
+
+
+async def _create_run(thread, run_id: uuid.UUID) -> None:
+    """Register the run; an active run whose cancel was requested is first given a moment to end."""
+    try:
+        await db.run(services.run_create, thread=thread, run_id=run_id, worker=services.worker_name())
+        return
+    except services.RunActive as exc:
+        if not await _cancelled_run_ended(exc.run_id):
+            raise CommandError("invalid_argument", exc.detail) from None
     try:
         await db.run(services.run_create, thread=thread, run_id=run_id, worker=services.worker_name())
     except services.RunActive as exc:
         raise CommandError("invalid_argument", exc.detail) from None
-    await db.run(services.thread_touch, thread=thread, messages=(run_input or {}).get("messages"))
-    workspace_id = thread.workspace_id or await db.run(chat_workspace_id)
-    runs.start(RunRequest(thread_id=thread.id, run_id=run_id, input=run_input, checkpoint_id=checkpoint_id,
-                          metadata=metadata, tracing_workspace_id=workspace_id))
-    return run_id
+
+
+async def _cancelled_run_ended(run_id) -> bool:
+    """Wait (bounded) for an active run to end, if and only if its cancel was requested; whether it ended."""
+    deadline = time.monotonic() + CANCELLED_RUN_WAIT_SECONDS
+    while True:
+        state = await db.run(selectors.run_cancel_state, run_id=run_id)
+        if state is None or state[0] != ChatRun.Status.RUNNING:
+            return True
+        if not state[1] or time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.05)
 
 
 _chat_workspace_id = None
@@ -155,7 +190,7 @@ async def _state_get(params: dict, thread) -> dict:
     if keys is not None and (not isinstance(keys, list) or not all(isinstance(k, str) for k in keys)):
         raise CommandError("invalid_argument", "keys must be a list of state keys.")
     try:
-        return await namespace_state(get_served_graph(), thread.id, namespace, keys)
+        return await namespace_state(get_served_graph(thread.graph_name), thread.id, namespace, keys)
     except NoSuchNamespace as exc:
         raise CommandError("no_such_namespace", str(exc)) from None
 
@@ -164,8 +199,8 @@ async def _list_checkpoints(params: dict, thread) -> dict:
     limit = params.get("limit")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise CommandError("invalid_argument", "limit must be a positive whole number.")
-    checkpoints = await namespace_checkpoints(get_served_graph(), thread.id, _namespace(params), limit=limit,
-                                              before=_optional_string(params, "before"))
+    checkpoints = await namespace_checkpoints(get_served_graph(thread.graph_name), thread.id, _namespace(params),
+                                              limit=limit, before=_optional_string(params, "before"))
     return {"checkpoints": checkpoints}
 
 

@@ -65,7 +65,7 @@ class StateConsumer(ChatConsumer):
         if self.scope["method"] == "GET":
             caller = await self.caller()
             thread = await db.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
-            state = await thread_state_get(get_served_graph(), thread.id)
+            state = await thread_state_get(get_served_graph(thread.graph_name), thread.id)
             if state is None:
                 return await self.send_error(404, "not_found", f"Thread {thread.id} not found")
             return await self.send_json(200, state)
@@ -76,8 +76,8 @@ class StateConsumer(ChatConsumer):
         thread = await db.run(services.thread_claim, thread_id=self.thread_id, caller=caller)
         try:
             values, checkpoint, checkpoint_id, as_node = _state_update_fields(payload)
-            state = await thread_state_update(get_served_graph(), thread.id, values=values, checkpoint=checkpoint,
-                                              checkpoint_id=checkpoint_id, as_node=as_node)
+            state = await thread_state_update(get_served_graph(thread.graph_name), thread.id, values=values,
+                                              checkpoint=checkpoint, checkpoint_id=checkpoint_id, as_node=as_node)
         except InvalidStateUpdate as exc:
             return await self.send_error(422, "invalid_state_update", str(exc))
         messages = values.get("messages") if isinstance(values, dict) else None
@@ -113,7 +113,7 @@ class HistoryConsumer(ChatConsumer):
                 checkpoint, dict):
             raise BadBody("metadata and checkpoint must be JSON objects.")
         thread = await db.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
-        served = get_served_graph()
+        served = get_served_graph(thread.graph_name)
         if await thread_state_get(served, thread.id) is None:
             return await self.send_error(404, "not_found", f"Thread {thread.id} not found")
         try:

@@ -1,7 +1,9 @@
-"""Which graph the chat serves, and the one checkpointer every graph of this process uses.
+"""Which graphs the chat serves, and the one checkpointer every graph of this process uses.
 
-`load_graph(spec, checkpointer=...)` is the reusable part: `serve_graphs` (the control plane) serves other graphs
-with the same protocol code by calling `configure(spec)` before the first request.
+`load_graph(spec, checkpointer=...)` is the reusable part: `serve_graphs` (the control plane) serves a project's
+graphs with the same protocol code by calling `configure_graphs({name: spec})` before the first request. By default
+the process serves CHAT_GRAPH alone, under the name "agent". `run.start`'s `assistant_id` picks a graph by its name;
+"_", a missing or an unknown id picks the first one (see `graph_name_for`).
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ import importlib.util
 import inspect
 import sys
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,8 @@ from langgraph.stream.transformers import CheckpointsTransformer, TasksTransform
 
 # Added to every run so that the wire carries what the JS server emits besides values/messages/lifecycle/tools.
 BASE_TRANSFORMERS: tuple = (CheckpointsTransformer, UpdatesTransformer, TasksTransformer)
+# The name CHAT_GRAPH (or a single `configure(spec)`) is served under, as in a one-graph langgraph.json.
+DEFAULT_GRAPH_NAME = "agent"
 
 
 class GraphLoadError(RuntimeError):
@@ -35,6 +39,8 @@ class ServedGraph:
     spec: str
     graph: Pregel
     transformers: list[Callable] = field(default_factory=list)
+    # The name it is served under (the langgraph.json key `assistant_id` selects it by).
+    key: str = ""
 
     @property
     def name(self) -> str:
@@ -127,32 +133,65 @@ def _as_graph(target: Any, checkpointer: Any, spec: str) -> Pregel:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The process-wide served graph
+# The process-wide served graphs
 # ---------------------------------------------------------------------------------------------------------------
 _lock = threading.Lock()
-_spec_override: str | None = None
-_served: ServedGraph | None = None
+# name -> spec, in the order given (the first is the default); None: CHAT_GRAPH alone.
+_configured: dict[str, str] | None = None
+_served: dict[str, ServedGraph] = {}
 
 
 def configure(spec: str | None) -> None:
-    """Serve `spec` instead of CHAT_GRAPH from now on (None: back to CHAT_GRAPH)."""
-    global _spec_override, _served
+    """Serve `spec` alone instead of CHAT_GRAPH from now on (None: back to CHAT_GRAPH)."""
+    configure_graphs({DEFAULT_GRAPH_NAME: spec} if spec else None)
+
+
+def configure_graphs(specs: Mapping[str, str] | None) -> None:
+    """Serve these graphs by name from now on, the first being the default (None: back to CHAT_GRAPH alone).
+
+    Raises:
+        GraphLoadError: `specs` is empty.
+    """
+    global _configured, _served
+    if specs is not None and not specs:
+        raise GraphLoadError("At least one graph must be served.")
     with _lock:
-        _spec_override, _served = spec, None
+        _configured, _served = (dict(specs) if specs is not None else None), {}
+
+
+def served_specs() -> dict[str, str]:
+    """The served graphs' specs by name, the default first."""
+    configured = _configured
+    return dict(configured) if configured is not None else {DEFAULT_GRAPH_NAME: settings.CHAT_GRAPH}
 
 
 def served_spec() -> str:
-    return _spec_override or settings.CHAT_GRAPH
+    """The default graph's spec."""
+    return next(iter(served_specs().values()))
 
 
-def get_served_graph() -> ServedGraph:
-    """The graph runs execute, built on first use. A failure is not cached: the next run tries again.
+def graph_name_for(assistant_id: str | None, *, current: str | None = None) -> str:
+    """The name of the graph to use: `assistant_id` when it names a served graph, else `current` (a thread's own
+    graph) when that is still served, else the first graph ("_", a missing or an unknown id)."""
+    specs = served_specs()
+    for candidate in (assistant_id, current):
+        if candidate and candidate in specs:
+            return candidate
+    return next(iter(specs))
+
+
+def get_served_graph(assistant_id: str | None = None) -> ServedGraph:
+    """The graph `assistant_id` names (the first one for "_", None or an unknown id), built on first use.
+
+    A failure is not cached: the next run tries again.
 
     Raises:
         GraphLoadError, chat.agent.graph.ModelConfigurationError: as `load_graph` and the factory raise.
     """
-    global _served
+    name = graph_name_for(assistant_id)
     with _lock:
-        if _served is None:
-            _served = load_graph(served_spec(), checkpointer=get_checkpointer())
-        return _served
+        served = _served.get(name)
+        if served is None:
+            spec = served_specs()[name]
+            served = _served[name] = replace(load_graph(spec, checkpointer=get_checkpointer()), key=name)
+        return served

@@ -35,6 +35,9 @@ class ChatConsumer(AsyncHttpConsumer):
     """
 
     methods: tuple[str, ...] = ("POST",)
+    # No channel of its own: Channels would otherwise open one per request and, with Redis, keep a blocking read
+    # on it for as long as the request lasts (a stream: for hours). Live delivery goes through the thread's hub.
+    channel_layer_alias = None
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -115,6 +115,9 @@ class ChatThread(BaseModel):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="chat_threads"
     )
     title = models.CharField(max_length=200, blank=True)
+    # The served graph (its langgraph.json name) the thread's last run used: state reads go through it. Empty
+    # until the first run, and for a name no longer served: the first served graph.
+    graph_name = models.CharField(max_length=255, blank=True, default="")
     # True once a checkpoint exists (POST /state or a run): only such threads are listed.
     has_state = models.BooleanField(default=False)
     last_seq = models.BigIntegerField(default=0)

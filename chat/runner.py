@@ -44,6 +44,8 @@ class RunRequest:
     checkpoint_id: str | None = None
     metadata: dict = field(default_factory=dict)
     tracing_workspace_id: Any = None
+    # The served graph to run, by name (None: the first one).
+    graph_name: str | None = None
 
 
 class EventWriter:
@@ -116,13 +118,13 @@ runs = RunRegistry()
 
 
 async def execute_run(request: RunRequest) -> str:
-    """Run the served graph for one `run.start`; return the final status."""
+    """Run the requested served graph for one `run.start`; return the final status."""
     writer = EventWriter(request.thread_id, request.run_id)
     watcher = asyncio.create_task(_watch(request.run_id, asyncio.current_task()))
     callbacks = tracing_callbacks(request.tracing_workspace_id)
     status, error, graph_name, started = ChatRun.Status.COMPLETED, "", "root", False
     try:
-        served = get_served_graph()
+        served = get_served_graph(request.graph_name)
         graph_name = served.name
         writer.add([lifecycle_event([], "running", graph_name=graph_name)])
         started = True
@@ -150,7 +152,8 @@ async def _stream(served, request: RunRequest, writer: EventWriter, callbacks: l
     config = {"configurable": configurable, "run_id": request.run_id, "callbacks": callbacks,
               "metadata": {**request.metadata, "thread_id": request.thread_id, "run_id": str(request.run_id)}}
     converter = EventConverter()
-    stream = await served.graph.astream_events(request.input, config, version="v3", transformers=served.transformers)
+    stream = await served.graph.astream_events(request.input, config, version="v3",
+                                               transformers=[*served.transformers, converter.observer])
     try:
         async for raw in stream:
             writer.add(converter.convert(raw))

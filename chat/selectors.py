@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import orjson
 
 from chat.access import Caller
@@ -72,6 +74,16 @@ def run_active(*, thread: ChatThread) -> ChatRun | None:
 
 def run_status(*, run_id) -> str | None:
     return ChatRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
+
+
+def run_cancel_state(*, run_id) -> tuple[str, bool] | None:
+    """(status, whether a cancel was requested) of the run, or None when there is no such run."""
+    try:
+        run_id = uuid.UUID(str(run_id))
+    except ValueError:
+        return None
+    row = ChatRun.objects.filter(pk=run_id).values_list("status", "cancel_requested_at").first()
+    return None if row is None else (row[0], row[1] is not None)
 
 
 def run_lifecycle_events(*, run: ChatRun) -> list[dict]:

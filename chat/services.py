@@ -70,9 +70,12 @@ def thread_owned_by(thread: ChatThread, caller: Caller) -> bool:
             and thread.user_id == owner["user_id"])
 
 
-def thread_touch(*, thread: ChatThread, messages: Sequence | None = None) -> None:
-    """Mark that the thread has state now, and title it after its first human message."""
+def thread_touch(*, thread: ChatThread, messages: Sequence | None = None, graph_name: str | None = None) -> None:
+    """Mark that the thread has state now, title it after its first human message, and remember the graph its
+    run uses (`graph_name`, when given)."""
     fields = {"has_state": True, "updated_at": timezone.now()}
+    if graph_name is not None:
+        fields["graph_name"] = graph_name
     if not thread.title:
         title = title_from_messages(messages or [])
         if title:

@@ -14,7 +14,16 @@ fixes each difference:
    with the accumulated arguments in a `tool_call_chunk`.
 7. No `event_id` and `seq` restarting per run: `seq` is assigned per thread by the event store
    (chat/services.py) and `event_id` is `str(seq)`.
-8. and 9. (namespace spellings, subagent `graph_name`/`cause`) are what the client accepts, so they are kept.
+8. Namespaces. `tools` events arrive at the namespace of the graph the tool runs in (the coordinator's `task` calls
+   at `[]`, a subagent's tool calls at `["tools:<T>"]`); the JS wire puts each tool execution at its own Pregel task
+   namespace (§5.3): `task` calls at `["tools:<T>"]`, where that subagent then runs, and a subagent's tool calls at
+   `["tools:<T>", "tools:<U>"]`. They are moved there: `TaskObserver` reads the `tasks` stream (which the lifecycle
+   transformer hides from the event log) to learn which task executes which tool call. Without that, the client
+   counted a subagent's tool calls as the coordinator's (root tool calls are those at namespace length <= 1).
+   Model messages keep Python's spelling (`[]` and `["tools:<T>"]`, no `model:<id>` segment), which the client's
+   depth-1 subscriptions read the same way; message ids `lc_run--<uuid>` and dict `tool-started.input` are kept
+   too.
+9. Subagent `lifecycle.started` carrying `graph_name: "<subagent>"` and a `cause` is kept (the client ignores it).
 """
 
 from __future__ import annotations
@@ -23,11 +32,13 @@ import base64
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from langchain_core.messages import AIMessageChunk, BaseMessage, ToolMessage
+from langgraph.stream import StreamTransformer
 from pydantic import BaseModel
 
 KNOWN_CHANNELS = ("values", "updates", "messages", "tools", "lifecycle", "input", "checkpoints", "tasks", "custom")
@@ -143,12 +154,65 @@ def _plain(value: Any) -> Any:
 # ---------------------------------------------------------------------------------------------------------------
 # Conversion
 # ---------------------------------------------------------------------------------------------------------------
+class TaskObserver(StreamTransformer):
+    """Records, from the `tasks` stream, the namespace of the Pregel task that executes each tool call.
+
+    A tool-dispatch task (the `tools` node, one task per `Send`) starts with its tool call(s) as input, before any
+    of its tools reports `tool-started`; its own namespace is its graph's plus `<node>:<task id>`. Observe-only:
+    it never changes or drops an event.
+    """
+
+    required_stream_modes = ("tasks",)
+
+    def __init__(self, scope: tuple[str, ...] = (), *, sink: dict[str, list[str]]) -> None:
+        super().__init__(scope)
+        self.sink = sink
+
+    def init(self) -> dict[str, Any]:
+        return {}
+
+    def process(self, event: dict) -> bool:
+        # Subgraph muxes get the same events again: the run's own (root) mux sees every namespace already.
+        if self.scope or event.get("method") != "tasks":
+            return True
+        params = event.get("params") or {}
+        data = params.get("data")
+        if not isinstance(data, dict) or "result" in data or not data.get("id") or not data.get("name"):
+            return True
+        namespace = [*params.get("namespace", ()), f"{data['name']}:{data['id']}"]
+        for call_id in _tool_call_ids(data.get("input")):
+            self.sink[call_id] = namespace
+        return True
+
+
+def _tool_call_ids(task_input: Any) -> list[str]:
+    # A `Send` of one call is `{tool_call: {...}, state}` (or, as streamed, a list holding the call); a legacy
+    # tools node gets the whole state and is left alone.
+    if isinstance(task_input, dict) and isinstance(task_input.get("tool_call"), dict):
+        calls = [task_input["tool_call"]]
+    elif isinstance(task_input, list):
+        calls = task_input
+    else:
+        return []
+    return [c["id"] for c in calls if isinstance(c, dict) and isinstance(c.get("id"), str)
+            and c.get("name") and isinstance(c.get("args"), dict)]
+
+
 class EventConverter:
-    """Turns one run's raw v3 events into wire events; keeps the state tool-call accumulation needs."""
+    """Turns one run's raw v3 events into wire events; keeps the state tool-call accumulation needs.
+
+    Pass `converter.observer` among the run's transformers: without it, tool events keep Python's namespaces.
+    """
 
     def __init__(self) -> None:
         self._tool_calls: dict[tuple, dict[str, Any]] = {}
+        self._tool_namespaces: dict[str, list[str]] = {}
         self.interrupts: list[dict[str, Any]] = []
+
+    @property
+    def observer(self) -> Callable[[tuple[str, ...]], TaskObserver]:
+        """A transformer factory for `astream_events(..., transformers=[...])` feeding this converter."""
+        return lambda scope: TaskObserver(scope, sink=self._tool_namespaces)
 
     def convert(self, raw: dict[str, Any]) -> list[WireEvent]:
         method = raw.get("method", "")
@@ -202,6 +266,16 @@ class EventConverter:
         elif kind == "content-block-finish":
             self._tool_calls.pop(key, None)
         return payload
+
+    def _tools(self, namespace, data, params, timestamp) -> list[WireEvent]:
+        call_id = data.get("tool_call_id") if isinstance(data, dict) else None
+        own = self._tool_namespaces.get(call_id) if isinstance(call_id, str) else None
+        # Only ever one segment deeper than where Python put it: the executing task inside that very graph.
+        if own is not None and len(own) == len(namespace) + 1 and own[:-1] == namespace:
+            namespace = own
+        if isinstance(data, dict) and data.get("event") in ("tool-finished", "tool-error"):
+            self._tool_namespaces.pop(call_id, None)
+        return [make_event("tools", namespace, data, node=params.get("node"), timestamp=timestamp)]
 
     def _lifecycle(self, namespace, data, params, timestamp) -> list[WireEvent]:
         data = dict(data or {})

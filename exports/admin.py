@@ -175,7 +175,7 @@ class DestinationAdmin(admin.ModelAdmin):
             self.message_user(request, "Credentials rotated: new export runs use them from now on.")
 
     def save_related(self, request, form, formsets, change):
-        pass
+        """Nothing to save: the service already wrote the destination and its credential version."""
 
     @admin.action(description="Validate again (test write)")
     def validate_again(self, request, queryset):

@@ -1,4 +1,4 @@
-"""Graphs the chat tests serve through CHAT_GRAPH (`tests/chat/graphs.py:events_graph`)."""
+"""Graphs the chat tests serve through CHAT_GRAPH (`tests/chat/graphs.py:events_graph`) or `configure_graphs`."""
 
 from __future__ import annotations
 
@@ -38,3 +38,29 @@ def stream_transformers() -> list:
     from langgraph.stream.transformers import CustomTransformer
 
     return [CustomTransformer]
+
+
+# Two graphs with different state keys, for serving several graphs by name: a thread read through the wrong graph
+# would not show its own key.
+class FirstState(TypedDict, total=False):
+    messages: list
+    first: str
+
+
+class SecondState(TypedDict, total=False):
+    messages: list
+    second: str
+
+
+def _answer_first(state: FirstState) -> dict:
+    return {"first": f"first graph, {len(state.get('messages') or [])} message(s)"}
+
+
+def _answer_second(state: SecondState) -> dict:
+    return {"second": f"second graph, {len(state.get('messages') or [])} message(s)"}
+
+
+first_graph = StateGraph(FirstState).add_node("answer", _answer_first).add_edge(START, "answer").compile(
+    name="first")
+second_graph = StateGraph(SecondState).add_node("answer", _answer_second).add_edge(START, "answer").compile(
+    name="second")

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 import uuid
 
 import pytest
@@ -53,6 +54,10 @@ def run_js_client(base: str, **env: str) -> dict:
 
 
 def assert_stopped(stop: dict) -> None:
+    # stop() cancels without waiting (202): the client is done before the server has recorded the run's end.
+    deadline = time.monotonic() + 5
+    while ChatRun.objects.get(pk=stop["run_id"]).status == ChatRun.Status.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.05)
     stopped = ChatRun.objects.get(pk=stop["run_id"])
     assert stopped.status == ChatRun.Status.INTERRUPTED and stopped.cancel_requested_at is not None
     terminal = ChatEvent.objects.filter(run=stopped).order_by("-seq").first()
@@ -80,6 +85,8 @@ def test_the_official_js_client_holds_a_whole_conversation(chat_server, transact
     answer = ai_text(turn1["messages"][-1])
     assert "42 * 17 = 714" in answer and "Subagent runs carry their own namespace" in answer
     assert not turn1["is_loading"] and turn1["error"] is None
+    # The coordinator's own tool calls are its two delegations; the subagents' tool calls stay theirs.
+    assert sorted((c["name"], c["status"]) for c in turn1["tool_calls"]) == [("task", "finished")] * 2
 
     subagents = {s["name"]: s for s in turn1["subagents"]}
     assert set(subagents) == {"researcher", "math-whiz"}

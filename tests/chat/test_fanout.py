@@ -112,6 +112,31 @@ def test_a_cancel_sent_to_another_process_interrupts_the_run(servers):
     assert ChatRun.objects.get(pk=run_id).cancel_requested_at is not None
 
 
+@pytest.mark.parametrize("started_on", ["the process running the run", "the process that took the cancel"])
+def test_a_run_start_right_after_a_cancel_waits_for_the_cancelled_run_to_end(servers, started_on):
+    base_a, base_b = servers
+    thread = str(uuid.uuid4())
+    first = start_events_run(base_a, thread, 100000, 0.01)
+    # As the JS client's stop(): no wait, 202 while the run is still active (it runs in A, which polls the flag).
+    cancel = httpx.post(f"{base_b}/api/threads/{thread}/runs/{first}/cancel")
+    assert cancel.status_code == 202 and cancel.json()["status"] == "running"
+    second = start_events_run(base_a if started_on.startswith("the process running") else base_b, thread, 3)
+    assert ChatRun.objects.get(pk=first).status == ChatRun.Status.INTERRUPTED
+    wait_for_run_end(base_a, thread)
+    assert ChatRun.objects.get(pk=second).status == ChatRun.Status.COMPLETED
+    root = replay(base_a, thread, {"channels": ["lifecycle"], "namespaces": [[]], "depth": 0})
+    assert [e["params"]["data"]["event"] for e in root] == ["running", "interrupted", "running", "completed"]
+
+
+def test_a_run_start_while_a_run_is_active_and_not_cancelled_is_still_refused(servers):
+    base_a, base_b = servers
+    thread = str(uuid.uuid4())
+    first = start_events_run(base_a, thread, 100000, 0.01)
+    refused = command(base_b, thread, "run.start", {"input": {"n": 1}}).json()
+    assert refused["type"] == "error" and first in refused["message"]
+    assert httpx.post(f"{base_a}/api/threads/{thread}/runs/{first}/cancel?wait=1").json()["status"] == "interrupted"
+
+
 def test_a_killed_servers_events_replay_and_the_sweeper_fails_its_run(servers, tmp_path, start_process):
     _, base_b = servers
     thread = str(uuid.uuid4())

@@ -32,7 +32,7 @@ def wire_events():
         converter, converted = EventConverter(), []
         stream = await graph.astream_events({"messages": [HumanMessage(EXAMPLE_PROMPT)]},
                                             {"configurable": {"thread_id": str(uuid.uuid4())}},
-                                            version="v3", transformers=list(BASE_TRANSFORMERS))
+                                            version="v3", transformers=[*BASE_TRANSFORMERS, converter.observer])
         async for raw in stream:
             converted += converter.convert(raw)
         return converted
@@ -65,6 +65,41 @@ def test_subagent_lifecycle_events_sit_at_the_subagents_namespace(wire_events):
     assert all(len(ns) == 1 and ns[0].startswith("tools:") for ns in started.values())
 
 
+def test_each_tool_call_sits_at_its_own_task_namespace_where_a_delegated_subagent_runs(wire_events):
+    spaces: dict[str, set] = {}
+    for e in of(wire_events, "tools"):
+        spaces.setdefault(e["params"]["data"]["tool_call_id"], set()).add(tuple(e["params"]["namespace"]))
+    assert all(len(found) == 1 for found in spaces.values())  # started and finished at the same place
+    namespace = {e["params"]["data"]["tool_name"] + ":" + e["params"]["data"].get("input", {}).get(
+        "subagent_type", ""): spaces[e["params"]["data"]["tool_call_id"]].pop() for e in of(wire_events, "tools")
+        if e["params"]["data"]["event"] == "tool-started"}
+    subagents = {e["params"]["data"]["graph_name"]: tuple(e["params"]["namespace"])
+                 for e in of(wire_events, "lifecycle") if e["params"]["data"]["event"] == "started"}
+    for subagent, tool in (("researcher", "search_web:"), ("math-whiz", "calculator:")):
+        # The coordinator's `task` call at ["tools:<T>"], the namespace the subagent it starts runs in (as in JS)...
+        assert namespace["task:" + subagent] == subagents[subagent]
+        assert len(subagents[subagent]) == 1 and subagents[subagent][0].startswith("tools:")
+        # ...and the subagent's own tool call one task deeper: the client never takes it for the coordinator's.
+        assert namespace[tool][:1] == subagents[subagent] and len(namespace[tool]) == 2
+        assert namespace[tool][1].startswith("tools:")
+
+
+def test_a_tool_call_without_an_observed_task_keeps_its_graphs_namespace():
+    converter = EventConverter()
+    started = {"method": "tools", "params": {"namespace": [], "timestamp": 1, "data": {
+        "event": "tool-started", "tool_call_id": "c1", "tool_name": "t", "input": {}}}}
+    assert converter.convert(started)[0].namespace == []
+    observer = converter.observer(())
+    observer.process({"method": "tasks", "params": {"namespace": [], "data": {
+        "id": "T1", "name": "tools", "input": {"tool_call": {"id": "c1", "name": "t", "args": {}}, "state": {}}}}})
+    assert converter.convert(started)[0].namespace == ["tools:T1"]
+    # A subgraph's mux sees the same task again; only the run's own mux records it.
+    converter.observer(("tools:T1",)).process({"method": "tasks", "params": {"namespace": ["tools:T1"], "data": {
+        "id": "U1", "name": "tools", "input": [{"id": "c2", "name": "t", "args": {}}]}}})
+    assert converter.convert({**started, "params": {**started["params"], "data": {
+        "event": "tool-started", "tool_call_id": "c2", "tool_name": "t"}}})[0].namespace == []
+
+
 def test_checkpoints_and_updates_have_the_js_envelopes(wire_events):
     checkpoints = of(wire_events, "checkpoints")
     assert checkpoints and all(set(e["params"]["data"]) == {"id", "parent_id", "step", "source"}
@@ -77,7 +112,7 @@ def test_checkpoints_and_updates_have_the_js_envelopes(wire_events):
 
 def test_live_objects_are_serialised_like_the_js_server(wire_events):
     finished = [e["params"]["data"] for e in of(wire_events, "tools") if e["params"]["data"]["event"] ==
-                "tool-finished" and e["params"]["namespace"] == []]
+                "tool-finished" and e["params"]["data"]["output"].get("lg_name")]
     assert len(finished) == 2
     for data in finished:
         assert data["output"]["lg_name"] == "Command" and data["output"]["goto"] == []

@@ -1,4 +1,8 @@
-"""Serve a project's graphs over the Agent Streaming Protocol: the entry point of every revision process."""
+"""Serve a project's graphs over the Agent Streaming Protocol: the entry point of every revision process.
+
+Every graph of the langgraph.json is served; `run.start`'s `assistant_id` picks one by its key, and "_" or an
+unknown id picks the first.
+"""
 
 from __future__ import annotations
 
@@ -31,20 +35,20 @@ class Command(BaseCommand):
             raise CommandError(f"Cannot read {config}: {exc}") from None
         if not specs:
             raise CommandError(f"{config} lists no graphs.")
-        name, spec = next(iter(specs.items()))
-        graph_runtime.configure(spec)
-        # Load now: a graph that cannot load fails the start (and the deploy), not the first request.
-        graph_runtime.get_served_graph()
+        graph_runtime.configure_graphs(specs)
+        # Load them all now: a graph that cannot load fails the start (and the deploy), not the first request.
+        for name in specs:
+            graph_runtime.get_served_graph(name)
         call_command("migrate", interactive=False, verbosity=0)
         # This process is the database's only user: a run still marked running died with a previous process
         # (a crash, a restart by the reconciler). Fail it now, or its thread would refuse new runs.
         swept = chat_services.runs_sweep_dead(stale_seconds=0)
         if swept:
             self.stdout.write(f"Marked {len(swept)} run(s) of a previous process as failed.")
-        self.stdout.write(f"Serving graph {name!r} ({spec}) on http://{host}:{port}")
-        if len(specs) > 1:
-            # The chat protocol code serves one graph per process; see the README.
-            self.stdout.write(f"Only the first graph is served; not served: {', '.join(list(specs)[1:])}")
+        for name, spec in specs.items():
+            self.stdout.write(f"Serving graph {name!r} ({spec})")
+        # run.start's assistant_id picks a graph by its name; "_" or an unknown id picks the first.
+        self.stdout.write(f"Listening on http://{host}:{port}; default graph {next(iter(specs))!r}")
         self._run_daphne(host, port)
 
     def _run_daphne(self, host: str, port: int) -> None:

@@ -60,7 +60,7 @@ def main() -> None:
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
-    credentials = {"access_key_id": "AKIABENCHMARK0000000", "secret_access_key": "bench-secret"}
+    credentials = {"access_key_id": "BENCHMARKKEYID000000", "secret_access_key": "bench-secret"}
     boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="x",
                  aws_secret_access_key="y").create_bucket(Bucket="bench-bucket")
 

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 BUCKET = "bench-exports"
-KEY_ID, SECRET = "AKIABENCHEXPORT00000", "bench-secret"
+KEY_ID, SECRET = "BENCHEXPORTKEYID0000", "bench-secret"
 DAY = "2026-03-01"
 BASE_EPOCH = 1772323200  # 2026-03-01T00:00:00Z
 FIELDS = ("id", "tenant_id", "session_id", "trace_id", "parent_run_id", "parent_run_ids", "reference_example_id",

@@ -7,6 +7,7 @@ from django.contrib import admin
 
 from agentauth import services
 from agentauth.models import AuthFlow, OAuthProvider, OAuthToken
+from core.admin import ReadOnlyAdmin
 from core.exceptions import RequestValidationError, ServiceError
 
 
@@ -66,7 +67,7 @@ class OAuthProviderAdmin(admin.ModelAdmin):
 
 
 @admin.register(OAuthToken)
-class OAuthTokenAdmin(admin.ModelAdmin):
+class OAuthTokenAdmin(ReadOnlyAdmin):
     list_display = ["user_id", "agent_id", "provider", "workspace", "expires_at", "has_refresh_token", "updated_at"]
     list_filter = ["workspace", "provider"]
     list_select_related = ["provider", "workspace"]
@@ -75,12 +76,7 @@ class OAuthTokenAdmin(admin.ModelAdmin):
     fields = ["workspace", "provider", "user_id", "agent_id", "token_type", "scopes", "expires_at",
               "has_refresh_token", "created_at", "updated_at"]
     readonly_fields = fields
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
+    allow_delete = True  # deleting a row here revokes it
 
     @admin.display(boolean=True, description="refresh token")
     def has_refresh_token(self, obj):
@@ -88,7 +84,7 @@ class OAuthTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuthFlow)
-class AuthFlowAdmin(admin.ModelAdmin):
+class AuthFlowAdmin(ReadOnlyAdmin):
     list_display = ["id", "provider", "user_id", "agent_id", "status", "error", "created_at", "expires_at"]
     list_filter = ["status", "workspace"]
     list_select_related = ["provider"]
@@ -97,9 +93,4 @@ class AuthFlowAdmin(admin.ModelAdmin):
     fields = ["id", "workspace", "provider", "user_id", "agent_id", "scopes", "status", "error", "created_at",
               "expires_at", "started_at", "state_used_at", "completed_at"]
     readonly_fields = fields
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
+    allow_delete = True  # finished or stale flows may be removed

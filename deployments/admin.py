@@ -8,19 +8,12 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.utils.html import format_html, format_html_join
 
+from core.admin import ReadOnlyAdmin
 from core.exceptions import ServiceError
 from deployments import services, states
 from deployments.models import Deployment, Revision, RevisionLog
 
 LOG_LINES = 300
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 class RevisionInline(admin.TabularInline):
@@ -48,12 +41,8 @@ class DeploymentAdmin(ReadOnlyAdmin):
               "updated_at"]
     readonly_fields = fields
     inlines = [RevisionInline]
+    # No admin delete: deletion goes through the pipeline (the action below), which stops processes.
     actions = ["redeploy_active", "delete_deployments"]
-
-    def get_actions(self, request):
-        actions = super().get_actions(request)
-        actions.pop("delete_selected", None)  # deletion goes through the pipeline, which stops processes
-        return actions
 
     @admin.display(description="URL")
     def url(self, obj):

@@ -11,6 +11,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 
+from core.admin import ReadOnlyAdmin
 from core.exception_handler import flatten_errors
 from core.exceptions import ServiceError
 from exports import services
@@ -200,7 +201,7 @@ class DestinationAdmin(admin.ModelAdmin):
 
 
 @admin.register(CredentialVersion)
-class CredentialVersionAdmin(admin.ModelAdmin):
+class CredentialVersionAdmin(ReadOnlyAdmin):
     list_display = ["destination", "number", "keys", "created_at", "retired_at", "purged_at"]
     list_select_related = ["destination"]
     list_filter = [("retired_at", admin.EmptyFieldListFilter), ("purged_at", admin.EmptyFieldListFilter)]
@@ -213,14 +214,6 @@ class CredentialVersionAdmin(admin.ModelAdmin):
     def keys(self, obj):
         return ", ".join(obj.credentials_keys)
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 from exports import export_admin  # noqa: E402,F401 - registers the bulk export job admin

@@ -8,20 +8,10 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db.models import Count, Q, Sum
 
+from core.admin import ReadOnlyAdmin
 from core.exceptions import ServiceError
 from exports import export_services
 from exports.models import BulkExport, BulkExportRun, ExportStatus
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 class RunInline(admin.TabularInline):

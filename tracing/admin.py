@@ -8,23 +8,11 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from core.admin import ReadOnlyAdmin
 from tracing import selectors
 from tracing.models import Run, TracingProject
 
 TREE_LIMIT = 500
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Runs come from the SDK and the tracer and leave by retention; nobody edits them by hand."""
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(TracingProject)

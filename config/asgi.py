@@ -1,6 +1,7 @@
 """ASGI entry point: Django for HTTP, with Channels routing in front of it.
 
-Later issues add their own consumers (SSE chat streams) to `http_routes` ahead of Django.
+`config.routing.http_routes` (the chat protocol's SSE consumers) are matched first; everything
+else goes to Django.
 """
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+
+from bench_support import setup_django_on  # noqa: E402 - a sibling module: benches run as scripts
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/checkpointer_bench"
@@ -67,35 +68,14 @@ def main() -> None:
 
 
 def setup_django(backend: str, postgres_url: str, workdir: Path) -> None:
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     # The deep agent offline: its scripted model, no artificial tool latency.
     os.environ["CHAT_MODEL"] = ""
     os.environ["CHAT_AGENT_DELAY_SCALE"] = "0"
-    if backend == "postgres":
-        ensure_database(postgres_url)
-        os.environ["DATABASE_URL"] = postgres_url
-    else:
-        os.environ.pop("DATABASE_URL", None)
-        os.environ["SQLITE_PATH"] = str(workdir / "ours.sqlite3")
-    sys.path.insert(0, str(ROOT))
-    import django
-    from django.conf import settings
+    setup_django_on(backend, postgres_url=postgres_url, sqlite_path=workdir / "ours.sqlite3")
     from django.core.management import call_command
 
-    django.setup()
-    # As in production: no per-query debug logging.
-    settings.DEBUG = False
     call_command("migrate", "chat", verbosity=0)
 
-
-def ensure_database(url: str) -> None:
-    import psycopg
-
-    name = urlsplit(url).path.lstrip("/")
-    maintenance = urlunsplit(urlsplit(url)._replace(path="/postgres"))
-    with psycopg.connect(maintenance, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 # --- the conversations -----------------------------------------------------------------------------

@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+
+from bench_support import setup_django_on  # noqa: E402 - a sibling module: benches run as scripts
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/ingest_bench"
@@ -52,33 +51,11 @@ def main() -> None:
 
 
 def setup_django(backend: str, postgres_url: str, workdir: Path) -> None:
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
-    os.environ.pop("TEST_DB_SUFFIX", None)
-    if backend == "postgres":
-        ensure_database(postgres_url)
-        os.environ["DATABASE_URL"] = postgres_url
-    else:
-        os.environ.pop("DATABASE_URL", None)
-        os.environ["SQLITE_PATH"] = str(workdir / "bench.sqlite3")
-    sys.path.insert(0, str(ROOT))
-    import django
-    from django.conf import settings
+    setup_django_on(backend, postgres_url=postgres_url, sqlite_path=workdir / "bench.sqlite3")
     from django.core.management import call_command
 
-    django.setup()
-    settings.DEBUG = False
     call_command("migrate", verbosity=0)
     call_command("createcachetable", verbosity=0)
-
-
-def ensure_database(url: str) -> None:
-    import psycopg
-
-    name = urlsplit(url).path.lstrip("/")
-    maintenance = urlunsplit(urlsplit(url)._replace(path="/postgres"))
-    with psycopg.connect(maintenance, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def make_runs(count: int, project: str) -> list[dict]:

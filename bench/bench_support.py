@@ -1,0 +1,40 @@
+"""Shared set-up of the benchmarks that run our Django code in-process on a chosen database."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def ensure_database(url: str) -> None:
+    """Create the PostgreSQL database named in `url` when it does not exist yet."""
+    import psycopg
+
+    name = urlsplit(url).path.lstrip("/")
+    maintenance = urlunsplit(urlsplit(url)._replace(path="/postgres"))
+    with psycopg.connect(maintenance, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def setup_django_on(backend: str, *, postgres_url: str, sqlite_path: Path) -> None:
+    """Point Django at PostgreSQL (`postgres_url`) or at the SQLite file `sqlite_path`, and set it up."""
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    os.environ.pop("TEST_DB_SUFFIX", None)
+    if backend == "postgres":
+        ensure_database(postgres_url)
+        os.environ["DATABASE_URL"] = postgres_url
+    else:
+        os.environ.pop("DATABASE_URL", None)
+        os.environ["SQLITE_PATH"] = str(sqlite_path)
+    sys.path.insert(0, str(ROOT))
+    import django
+    from django.conf import settings
+
+    django.setup()
+    # As in production: no per-query debug logging.
+    settings.DEBUG = False

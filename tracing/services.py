@@ -61,8 +61,13 @@ def runs_ingest(*, workspace: Workspace, ops: list[RunOp], default_project: str 
     """Store validated posts and patches in one transaction, merging them into existing runs.
 
     A post fills only what a run lacks (so a resent post never undoes a patch); a patch overwrites.
-    A run id used in another workspace, an unknown session_id, or a run that cannot be placed in
-    its tree is a 422 for the whole batch.
+    An unknown session_id, or a run that cannot be placed in its tree, is a 422 for the whole batch.
+
+    Run ids are global (the primary key), so a run id another workspace already holds cannot be
+    stored here. Answering anything a missing run would not get would confirm that the id exists
+    elsewhere, so such a run is treated exactly like a missing one (validated, placed, answered the
+    same) and then not written, as LangSmith's queued ingestion drops a conflicting run after its 202.
+    Only a client that reuses a foreign id, which random run ids never do, sees its run vanish.
     """
     stopwatch = stopwatch or Stopwatch()
     result = IngestResult(posts=sum(op.kind == "post" for op in ops), patches=sum(op.kind == "patch" for op in ops))
@@ -102,6 +107,9 @@ def _apply_ops(workspace: Workspace, ops: list[RunOp], default_project: str) -> 
     # A run's post applies before its patches even when a client sent them the other way round.
     ops = sorted(ops, key=lambda op: op.kind != "post")
     existing = _existing_runs(list(dict.fromkeys(op.id for op in ops)))
+    foreign = {run_id for run_id, run in existing.items() if run.workspace_id != workspace.id}
+    for run_id in foreign:
+        del existing[run_id]
     # Only runs stored for the first time pick a project: a run never moves.
     projects = _projects_for(workspace, [op for op in ops if op.id not in existing], default_project, errors)
     known_orders = _parent_orders(workspace, ops, existing)
@@ -114,8 +122,6 @@ def _apply_ops(workspace: Workspace, ops: list[RunOp], default_project: str) -> 
             if run is not None:
                 created[op.id] = run
                 known_orders[op.id] = run.dotted_order
-        elif run.workspace_id != workspace.id:
-            errors.append({"loc": [*op.loc, "id"], "msg": "This run id is already in use.", "type": "value_error"})
         elif _merge(run, op) and op.id not in created:
             changed[op.id] = run
     if errors:
@@ -123,10 +129,13 @@ def _apply_ops(workspace: Workspace, ops: list[RunOp], default_project: str) -> 
     now = timezone.now()
     for run in changed.values():
         run.updated_at = now
-    storage.runs_insert([vars(run) for run in created.values()])
+    if dropped := foreign & created.keys():
+        log.warning("ingestion: dropped %d run(s) whose ids belong to another workspace (workspace %s)",
+                    len(dropped), workspace.id)
+    storage.runs_insert([vars(run) for run_id, run in created.items() if run_id not in dropped])
     if changed:
         Run.objects.bulk_update(changed.values(), _UPDATE_FIELDS)
-    return len(created), len(changed)
+    return len(created) - len(dropped), len(changed)
 
 
 def _projects_for(workspace: Workspace, ops: list[RunOp], default_project: str, errors: list) -> dict:

@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 
-from tracing.models import Run
+from tracing.models import Run, TracingProject
 
 RUN_TYPES = frozenset(Run.RunType.values)
 _SEGMENT = re.compile(r"^(\d{8}T\d{12}Z)([0-9a-fA-F-]{36})$")
-TIMESTAMP_FORMAT = "%Y%m%dT%H%M%S%fZ"
 
 
 class FieldError(Exception):
@@ -49,8 +48,12 @@ def _datetime(value) -> datetime:
             raise FieldError("Input should be a valid datetime", "datetime_parsing") from None
     else:
         raise FieldError("Input should be a valid datetime", "datetime_type")
-    # The SDK sends UTC; a naive time is taken to be UTC too.
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    # The SDK sends UTC; a naive time is taken to be UTC too. Stored and ordered in UTC, so a time
+    # that has no UTC equivalent (year 1 east of Greenwich, year 9999 west of it) is refused here.
+    try:
+        return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    except OverflowError:
+        raise FieldError("Input should be a datetime between years 1 and 9999 in UTC", "datetime_range") from None
 
 
 def _str(value) -> str:
@@ -65,8 +68,20 @@ def _name(value) -> str:
     return value
 
 
+def _bounded_str(max_length: int, *, blank: bool = True):
+    """A string converter for a column of at most `max_length` characters (PostgreSQL refuses longer)."""
+
+    def convert(value) -> str:
+        text = _str(value) if blank else _name(value)
+        if len(text) > max_length:
+            raise FieldError(f"String should have at most {max_length} characters", "string_too_long")
+        return text
+
+    return convert
+
+
 def _run_type(value) -> str:
-    if value not in RUN_TYPES:
+    if not isinstance(value, str) or value not in RUN_TYPES:
         raise FieldError(f"Input should be one of: {', '.join(sorted(RUN_TYPES))}", "enum")
     return value
 
@@ -90,9 +105,10 @@ def _tags(value) -> list:
 
 
 def _int(value) -> int:
+    if isinstance(value, float) and value.is_integer():
+        # JSON integers past 64 bits arrive as floats (orjson): they are range-checked like the rest.
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
         raise FieldError("Input should be a valid integer", "int_type")
     if not 0 <= value < 2**63:
         raise FieldError("Input should be a non-negative 64-bit integer", "int_range")
@@ -108,7 +124,11 @@ def _decimal(value) -> Decimal:
         raise FieldError("Input should be a valid decimal", "decimal_parsing") from None
     if not number.is_finite() or abs(number) >= 10**10:
         raise FieldError("Input should be a finite decimal below 10^10", "decimal_range")
-    return number.quantize(Decimal("1e-10"))
+    # Rounding to the column's 10 places can carry into an 11th integer digit (9999999999.99999999999).
+    number = number.quantize(Decimal("1e-10"))
+    if abs(number) >= 10**10:
+        raise FieldError("Input should be a finite decimal below 10^10", "decimal_range")
+    return number
 
 
 # Wire field -> converter. Each lands in the model field of the same name.
@@ -127,7 +147,7 @@ FIELDS = {
     "parent_run_id": _uuid,
     "dotted_order": _str,
     "reference_example_id": _uuid,
-    "trace_tier": _str,
+    "trace_tier": _bounded_str(Run._meta.get_field("trace_tier").max_length),
     "feedback_stats": _dict,
     "total_tokens": _int,
     "prompt_tokens": _int,
@@ -137,6 +157,7 @@ FIELDS = {
     "completion_cost": _decimal,
     "first_token_time": _datetime,
 }
+_SESSION_NAME = _bounded_str(TracingProject._meta.get_field("name").max_length, blank=False)
 # Set once, when a run is first stored; later posts and patches never move a run.
 IDENTITY_FIELDS = ("trace_id", "parent_run_id", "parent_run_ids", "dotted_order", "is_root")
 
@@ -197,7 +218,7 @@ def _checked_id(value, run_id, loc, errors) -> uuid.UUID | None:
 
 
 def _read_session(raw: dict, op: RunOp, errors: list) -> None:
-    for name, convert in (("session_name", _name), ("session_id", _uuid)):
+    for name, convert in (("session_name", _SESSION_NAME), ("session_id", _uuid)):
         if raw.get(name) is not None:
             try:
                 setattr(op, name, convert(raw[name]))
@@ -228,7 +249,9 @@ def parse_dotted_order(dotted_order: str) -> list[tuple[str, uuid.UUID]]:
 
 
 def dotted_segment(start_time: datetime, run_id: uuid.UUID) -> str:
-    return start_time.astimezone(UTC).strftime(TIMESTAMP_FORMAT) + str(run_id)
+    utc = start_time.astimezone(UTC)
+    # strftime's %Y does not pad years before 1000 to four digits; a segment always has eight.
+    return f"{utc.year:04d}{utc:%m%dT%H%M%S%f}Z{run_id}"
 
 
 def _place_in_tree(op: RunOp, errors: list) -> None:

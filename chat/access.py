@@ -69,6 +69,8 @@ def resolve_caller(headers: dict[str, str], client_host: str = "") -> Caller:
         principal = principal_from_headers(headers.get("x-api-key"), headers.get("x-tenant-id"))
     except AuthenticationFailed as exc:
         raise unauthenticated(str(exc.detail)) from None
+    except DrfPermissionDenied as exc:  # X-Tenant-Id names a workspace the key may not use
+        raise permission_denied(str(exc.detail)) from None
     except RequestValidationError as exc:
         raise ChatAccessError(400, "invalid_argument", f"X-Tenant-Id: {exc.errors[0]['msg']}") from None
     if principal is not None:

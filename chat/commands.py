@@ -197,8 +197,9 @@ async def _state_get(params: dict, thread) -> dict:
 
 async def _list_checkpoints(params: dict, thread) -> dict:
     limit = params.get("limit")
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        raise CommandError("invalid_argument", "limit must be a positive whole number.")
+    # Bounded like history's limit: it becomes SQL's LIMIT, where a value past 64 bits overflows.
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000):
+        raise CommandError("invalid_argument", "limit must be a whole number from 1 to 1000.")
     checkpoints = await namespace_checkpoints(get_served_graph(thread.graph_name), thread.id, _namespace(params),
                                               limit=limit, before=_optional_string(params, "before"))
     return {"checkpoints": checkpoints}

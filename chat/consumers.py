@@ -151,6 +151,27 @@ class CommandsConsumer(ChatConsumer):
             return await self.send_json(200, commands.failure(command_id, exc.code, exc.message))
         await self.send_json(200, commands.success(command.id, result))
 
+    async def refuse_thread_id(self, body: bytes, problem: str) -> None:
+        try:
+            command_id = commands.command_id_of(parse_json(body))
+        except BadBody:
+            command_id = None
+        await self.send_json(200, commands.failure(command_id, "invalid_argument", problem))
+
+
+class NoRouteConsumer(ChatConsumer):
+    """Any other path under /api/threads: a 404 (or, for an impossible thread id, a 400) in the protocol's shape."""
+
+    methods = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+
+    async def respond(self, body: bytes) -> None:
+        await self.send_error(404, "not_found", f"No chat route for {self.scope['method']} {self.scope['path']}.")
+
+    async def refuse_thread_id(self, body: bytes, problem: str) -> None:
+        if self.scope["path"].rstrip("/").endswith("/commands") and self.scope["method"] == "POST":
+            return await CommandsConsumer.refuse_thread_id(self, body, problem)
+        await super().refuse_thread_id(body, problem)
+
 
 class RunCancelConsumer(ChatConsumer):
     """POST /api/threads/:id/runs/:run_id/cancel (`?wait=1` waits for the run to stop)."""
@@ -204,7 +225,11 @@ class StreamConsumer(ChatConsumer):
         except InvalidSubscription as exc:
             raise BadBody(str(exc)) from None
         thread = await db.run(services.thread_claim, thread_id=self.thread_id, caller=caller)
-        expired_through = (await db.run(selectors.thread_cursor_state, thread_id=thread.id) or (0, 0))[1]
+        last_seq, expired_through = await db.run(selectors.thread_cursor_state, thread_id=thread.id) or (0, 0)
+        if subscription.since is not None and subscription.since > last_seq:
+            # Events are stored before anyone sees them, so no client can have seen an id past the last one.
+            raise BadBody(f"The cursor (since or Last-Event-ID) is past this thread's newest "
+                          f"event ({last_seq}): resume from an event id you received, or send none.")
         if subscription.since is not None and subscription.since < expired_through:
             return await self.send_json(410, {"error": "cursor_expired", "message": (
                 f"Events up to {expired_through} are no longer retained; reconnect without a cursor to replay "

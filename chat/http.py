@@ -7,7 +7,7 @@ Chat routes answer `{error, message}` with a status (and `/commands` its protoco
 from __future__ import annotations
 
 import logging
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote_to_bytes
 
 import orjson
 from channels.exceptions import StopConsumer
@@ -16,6 +16,7 @@ from django.conf import settings
 
 from chat import db
 from chat.access import Caller, ChatAccessError, check_write_origin, resolve_caller
+from chat.services import MAX_THREAD_ID_LENGTH
 from chat.wire import dumps
 from core.exceptions import NotFound
 
@@ -75,7 +76,9 @@ class ChatConsumer(AsyncHttpConsumer):
         self.body.append(chunk)
         if message.get("more_body"):
             return
-        if self.scope["method"] not in self.methods:
+        if problem := thread_id_problem(self.scope):
+            await self.refuse_thread_id(b"".join(self.body), problem)
+        elif self.scope["method"] not in self.methods:
             await self.send_error(405, "method_not_allowed", f"Use {' or '.join(self.methods)} on this route.",
                                   extra_headers=[(b"Allow", ", ".join(self.methods).encode())])
         else:
@@ -114,6 +117,10 @@ class ChatConsumer(AsyncHttpConsumer):
     async def respond(self, body: bytes) -> None:
         raise NotImplementedError
 
+    async def refuse_thread_id(self, body: bytes, problem: str) -> None:
+        """Answer a path whose thread id can name no thread (/commands answers in its envelope instead)."""
+        await self.send_error(400, "invalid_argument", problem)
+
     # --- callers ---------------------------------------------------------------------------------------------
     async def caller(self, *, write: bool = False) -> Caller:
         """Who is calling (401/403 otherwise); for a write, also refuse a cross-site cookie request."""
@@ -129,6 +136,24 @@ class ChatConsumer(AsyncHttpConsumer):
 
     async def send_error(self, status: int, code: str, message: str, extra_headers: list | None = None) -> None:
         await self.send_json(status, {"error": code, "message": message}, extra_headers)
+
+
+def thread_id_problem(scope) -> str | None:
+    """Why the thread id in this /api/threads/<id>/… path can name no thread, or None when it can.
+
+    Read from the raw path: the ASGI path has `%2F` decoded already, which would move the rest of the id into
+    the next path segment (`a%2Fstate` would reach thread `a`'s state). `.` and `..` are refused because every
+    HTTP client resolves them away before sending, so such a thread could never be reached again.
+    """
+    raw = scope.get("raw_path") or scope.get("path", "").encode()
+    prefix = b"/api/threads/"
+    if not raw.startswith(prefix):
+        return None
+    segment = unquote_to_bytes(raw[len(prefix):].split(b"/", 1)[0]).decode("utf-8", "replace")
+    if segment and ("/" in segment or segment in (".", "..") or len(segment) > MAX_THREAD_ID_LENGTH):
+        return (f"Invalid thread id: a thread id has 1 to {MAX_THREAD_ID_LENGTH} characters, contains no '/' "
+                f"and is not '.' or '..'.")
+    return None
 
 
 def parse_json(body: bytes, *, default=None):

@@ -6,7 +6,9 @@ from django.urls import re_path
 
 from chat import consumers
 
-_THREAD = r"^api/threads/(?P<thread_id>[^/]{1,255})"
+# `.` and `..` are not thread ids (clients resolve them away); they, ids over 255 characters and unknown paths
+# under /api/threads reach NoRouteConsumer, which answers in the protocol's error shape rather than Django's.
+_THREAD = r"^api/threads/(?P<thread_id>(?!\.\.?(?:/|$))[^/]{1,255})"
 
 http_routes = [
     re_path(r"^api/threads/?$", consumers.ThreadListConsumer.as_asgi()),
@@ -16,4 +18,5 @@ http_routes = [
     re_path(_THREAD + r"/history/?$", consumers.HistoryConsumer.as_asgi()),
     re_path(_THREAD + r"/runs/(?P<run_id>[^/]+)/cancel/?$", consumers.RunCancelConsumer.as_asgi()),
     re_path(_THREAD + r"/?$", consumers.ThreadDeleteConsumer.as_asgi()),
+    re_path(r"^api/threads/", consumers.NoRouteConsumer.as_asgi()),
 ]

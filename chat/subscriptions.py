@@ -85,6 +85,9 @@ def cursor_from_last_event_id(value: str | None) -> int | None:
 def _optional_count(value, name: str) -> int | None:
     if value is None:
         return None
+    if isinstance(value, float) and value.is_integer():
+        # JSON has one number type: 10^30 arrives as a float (orjson) and 2^63 as an int, and both are whole.
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidSubscription(f"{name} must be a non-negative whole number.")
     return value

@@ -16,6 +16,7 @@ from rest_framework import serializers
 
 from core.exception_handler import flatten_errors
 from core.exceptions import RequestValidationError
+from core.pagination import limit_field, offset_field
 from deployments.models import Deployment, RevisionLog
 from deployments.states import RevisionStatus
 
@@ -47,10 +48,15 @@ class TimestampField(serializers.Field):
                 return datetime.fromtimestamp(float(data) / 1000, tz=UTC)
             except (OverflowError, OSError, ValueError):
                 raise serializers.ValidationError("Input should be a valid datetime.") from None
-        parsed = parse_datetime(data) if isinstance(data, str) else None
+        try:
+            parsed = parse_datetime(data) if isinstance(data, str) else None
+            # Compared in UTC by the database: a time with no UTC equivalent (year 1 at +01:00) is invalid too.
+            parsed = parsed and (parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC))
+        except (ValueError, OverflowError):  # well-formed but impossible, such as February 30th
+            parsed = None
         if parsed is None:
             raise serializers.ValidationError("Input should be a valid datetime.")
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        return parsed
 
     def to_representation(self, value):
         return value.isoformat()
@@ -60,6 +66,12 @@ class TimestampField(serializers.Field):
 class SecretInput(serializers.Serializer):
     name = serializers.CharField(max_length=255, trim_whitespace=False)
     value = serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=65536)
+
+
+def _secrets_input():
+    # Not `SecretInput(many=True, allow_null=True)`: many=True hands allow_null to each item too, and
+    # `"secrets": [null]` would then reach the service as a None secret. The list may be null; its items not.
+    return serializers.ListSerializer(child=SecretInput(), required=False, allow_null=True)
 
 
 def _nullable_char(**kwargs):
@@ -96,7 +108,7 @@ class DeploymentCreateInput(serializers.Serializer):
     source = serializers.ChoiceField(Deployment.Source.choices)
     source_config = SourceConfigInput(required=False, allow_null=True)
     source_revision_config = SourceRevisionConfigInput(required=False, allow_null=True)
-    secrets = SecretInput(many=True, required=False, allow_null=True)
+    secrets = _secrets_input()
 
     def validate_name(self, value):
         if any(ord(c) < 32 for c in value) or value != value.strip():
@@ -109,15 +121,15 @@ class DeploymentPatchInput(serializers.Serializer):
     source = serializers.ChoiceField(Deployment.Source.choices, required=False, allow_null=True)
     source_config = SourceConfigInput(required=False, allow_null=True)
     source_revision_config = SourceRevisionConfigInput(required=False, allow_null=True)
-    secrets = SecretInput(many=True, required=False, allow_null=True)
+    secrets = _secrets_input()
     revision_source = serializers.ChoiceField(Deployment.Source.choices, required=False, allow_null=True)
     tracked_packages = serializers.ListField(child=serializers.CharField(max_length=255), required=False,
                                              allow_null=True, max_length=100)
 
 
 class DeploymentListQuery(serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, max_value=100, default=20)
-    offset = serializers.IntegerField(min_value=0, default=0)
+    limit = limit_field(default=20, maximum=100)
+    offset = offset_field()
     name = serializers.CharField(required=False, allow_blank=True)
     name_contains = serializers.CharField(required=False, allow_blank=True)
     status = serializers.ChoiceField(Deployment.Status.values, required=False)
@@ -132,8 +144,8 @@ class DeploymentListQuery(serializers.Serializer):
 
 
 class RevisionListQuery(serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, max_value=100, default=20)
-    offset = serializers.IntegerField(min_value=0, default=0)
+    limit = limit_field(default=20, maximum=100)
+    offset = offset_field()
     status = serializers.CharField(required=False, allow_blank=True)
 
     def validate_status(self, value):
@@ -145,7 +157,8 @@ class RevisionListQuery(serializers.Serializer):
 
 
 class LogParams(serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, max_value=1000, default=50)
+    limit = limit_field(default=50, maximum=1000)
+    # The id of the last line seen (a cursor, not a count): any 64-bit id.
     offset = serializers.RegexField(r"^\d{1,19}$", required=False, allow_null=True)
     order = serializers.ChoiceField(["asc", "desc"], default="asc")
     start_time = TimestampField(required=False, allow_null=True)
@@ -153,6 +166,11 @@ class LogParams(serializers.Serializer):
     level = serializers.ChoiceField(RevisionLog.Level.values, required=False, allow_null=True)
     query = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=1000)
     run_id = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+
+    def validate_offset(self, value):
+        if value is not None and int(value) >= 2**63:
+            raise serializers.ValidationError("Input should be a log line id below 2^63.")
+        return value
 
     def to_internal_value(self, data):
         if hasattr(data, "dict"):  # a QueryDict: one value per parameter

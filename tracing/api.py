@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from core.exception_handler import flatten_errors
 from core.exceptions import RequestValidationError
+from core.pagination import MAX_OFFSET, limit_field, offset_field
 from tracing import selectors, services, wire
 from tracing.timing import Stopwatch
 from tracing.validation import run_op_from_wire
@@ -224,13 +225,13 @@ class SessionListApi(APIView):
 
     class FilterSerializer(serializers.Serializer):
         name = serializers.CharField(required=False)
-        limit = serializers.IntegerField(min_value=1, max_value=100, default=100)
-        offset = serializers.IntegerField(min_value=0, default=0)
+        limit = limit_field(default=100, maximum=100)
+        offset = offset_field()
 
     @extend_schema(
         parameters=[OpenApiParameter("name", str, description="Only the project with this exact name."),
                     OpenApiParameter("limit", int, description="1 to 100, default 100."),
-                    OpenApiParameter("offset", int, description="Default 0.")],
+                    OpenApiParameter("offset", int, description=f"0 to {MAX_OFFSET}, default 0.")],
         responses=SessionOutputSerializer(many=True), tags=TAG)
     def get(self, request):
         query = self.FilterSerializer(data=request.query_params)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
 
@@ -121,6 +122,7 @@ def test_bad_stream_requests_are_400_in_the_protocols_shape(base):
     ({"id": 6, "method": "run.start", "params": {"input": {}, "config": {"configurable": {"checkpoint_id": 7}}}},
      "invalid_argument"),
     ({"id": 7, "method": "state.listCheckpoints", "params": {"limit": 0}}, "invalid_argument"),
+    ({"id": 8, "method": "state.listCheckpoints", "params": {"limit": 2**63}}, "invalid_argument"),
 ])
 def test_unknown_commands_and_bad_params_get_protocol_errors_with_http_200(base, payload, code):
     thread = new_thread()
@@ -253,3 +255,53 @@ def test_cancelling_an_unknown_run_is_404(base):
     for run_id in (str(uuid.uuid4()), "not-a-uuid"):
         response = httpx.post(f"{base}/api/threads/{thread}/runs/{run_id}/cancel")
         assert response.status_code == 404 and response.json()["error"] == "not_found"
+
+
+def raw_request(method: str, base: str, target: str, body: dict) -> httpx.Response:
+    """Send `target` exactly as given: httpx would resolve `..` away and re-encode the path."""
+    with httpx.Client() as client:
+        request = client.build_request(method, f"{base}/api/threads/placeholder", json=body,
+                                       extensions={"target": target.encode()})
+        return client.send(request)
+
+
+@pytest.mark.parametrize("path", ["a" * 256, "..", ".", "%2E%2E", "a%2Fb", "a%2fstate"],
+                         ids=["too-long", "dot-dot", "dot", "encoded-dot-dot", "encoded-slash", "slash-onto-a-route"])
+def test_a_thread_id_that_can_name_no_thread_is_400_in_the_protocols_shape(base, path):
+    message = "Invalid thread id: a thread id has 1 to 255 characters, contains no '/' and is not '.' or '..'."
+    for method, suffix in (("GET", "/state"), ("POST", "/state"), ("POST", "/stream"), ("DELETE", "")):
+        response = raw_request(method, base, f"/api/threads/{path}{suffix}", {"channels": ["values"]})
+        assert response.status_code == 400, (method, suffix, response.text)
+        assert response.json() == {"error": "invalid_argument", "message": message}
+    response = raw_request("POST", base, f"/api/threads/{path}/commands", {"id": 9, "method": "state.get",
+                                                                           "params": {}})
+    assert response.status_code == 200
+    assert response.json() == {"type": "error", "id": 9, "error": "invalid_argument", "message": message}
+    assert not ChatThread.objects.filter(pk__in=[path, "..", ".", "a", "a/b"]).exists()
+
+
+def test_an_unknown_path_under_api_threads_is_404_in_the_protocols_shape(base):
+    response = httpx.get(f"{base}/api/threads/{new_thread()}/nothing/here")
+    assert response.status_code == 404 and response.json()["error"] == "not_found"
+    assert set(response.json()) == {"error", "message"}
+
+
+@pytest.mark.parametrize("cursor", [
+    {"since": 2**63}, {"since": 10**30}, {"since": 10**6}, {"last_event_id": "99999999999999999999"},
+    {"last_event_id": "1000000"}], ids=["since-2^63", "since-10^30", "since-past-end", "last-event-id-huge",
+                                        "last-event-id-past-end"])
+def test_a_cursor_past_the_newest_event_is_refused_before_any_byte(base, cursor):
+    thread = new_thread()
+    run_to_end(base, thread, "calculate 1 + 1")
+    last_seq = ChatThread.objects.get(pk=thread).last_seq
+    headers = {"Last-Event-ID": cursor["last_event_id"]} if "last_event_id" in cursor else {}
+    body = {"channels": ["values"], **({"since": cursor["since"]} if "since" in cursor else {})}
+    response = httpx.post(f"{base}/api/threads/{thread}/stream", content=json.dumps(body), headers=headers)
+    assert response.status_code == 400, response.text
+    assert response.json() == {"error": "invalid_argument", "message": (
+        f"The cursor (since or Last-Event-ID) is past this thread's newest event ({last_seq}): resume from an "
+        f"event id you received, or send none.")}
+    # The newest event itself is a valid cursor: the stream opens and waits for what comes next.
+    with httpx.stream("POST", f"{base}/api/threads/{thread}/stream", json={"channels": ["values"], "since": last_seq},
+                      timeout=5) as stream:
+        assert stream.status_code == 200

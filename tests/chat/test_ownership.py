@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client as DjangoClient
 
+from chat.models import ChatThread
 from tests.chat.chat_support import command, live_chat_server, run_to_end
 
 pytestmark = pytest.mark.live
@@ -121,3 +122,21 @@ def test_a_browser_page_elsewhere_cannot_drive_the_anonymous_owner_either(base):
     response = httpx.post(f"{base}/api/threads/{uuid.uuid4()}/state", json={},
                           headers={"Origin": "https://evil.example"})
     assert response.status_code == 403
+
+
+@pytest.mark.parametrize("tenant", ["other", "unknown"])
+def test_an_x_tenant_id_the_key_may_not_use_is_403_on_every_route(base, make_client, workspace, other_workspace,
+                                                                  tenant):
+    named = other_workspace.id if tenant == "other" else uuid.uuid4()
+    headers = {"X-Api-Key": make_client(workspace, permissions=["chat:use"]).raw_key, "X-Tenant-Id": str(named)}
+    thread = str(uuid.uuid4())
+    responses = {**attempts(base, thread, headers), "list": httpx.get(f"{base}/api/threads", headers=headers)}
+    for route, response in responses.items():
+        if route in ("commands", "run.start"):
+            assert response.status_code == 200, (route, response.text)
+            assert response.json()["type"] == "error" and response.json()["error"] == "permission_denied"
+        else:
+            assert response.status_code == 403, (route, response.text)
+            assert response.json() == {"error": "permission_denied",
+                                       "message": "This API key may not use the workspace named in X-Tenant-Id."}
+    assert not ChatThread.objects.filter(pk=thread).exists()

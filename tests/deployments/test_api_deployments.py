@@ -313,3 +313,25 @@ def test_delete_answers_204_then_the_teardown_removes_everything(api_client, rep
     assert not Revision.objects.filter(id=deployment["latest_revision_id"]).exists()
     tracing_key.refresh_from_db()
     assert tracing_key.revoked_at is not None
+
+
+@pytest.mark.parametrize("secrets", [[None], [1], ["A=1"], [["A", "1"]], [{"name": "A", "value": "1"}, None]],
+                         ids=["null", "int", "string", "list", "null-after-a-good-one"])
+def test_a_secret_that_is_not_an_object_is_422_on_create_and_patch(api_client, repo_url, secrets):
+    response = api_client.post("/v2/deployments", {**github_body(repo_url), "secrets": secrets}, format="json")
+    assert response.status_code == 422, response.content
+    assert response.json()["detail"][0]["loc"] == ["body", "secrets", len(secrets) - 1]
+    assert not Deployment.objects.exists()
+    deployment = create(api_client, github_body(repo_url))
+    response = api_client.patch(f"/v2/deployments/{deployment['id']}", {"secrets": secrets}, format="json")
+    assert response.status_code == 422, response.content
+    assert response.json()["detail"][0]["loc"] == ["body", "secrets", len(secrets) - 1]
+    stored = Deployment.objects.get(id=deployment["id"])
+    assert stored.secret_names == ["OPENAI_API_KEY"] and Revision.objects.filter(deployment=stored).count() == 1
+
+
+@pytest.mark.parametrize("secrets", [{"name": "A", "value": "1"}, "A=1", 5],
+                         ids=["object", "string", "int"])
+def test_secrets_that_are_not_a_list_are_422(api_client, repo_url, secrets):
+    response = api_client.post("/v2/deployments", {**github_body(repo_url), "secrets": secrets}, format="json")
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["body", "secrets"]

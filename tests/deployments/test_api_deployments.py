@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from core.models import Job
+from core.pagination import MAX_OFFSET
 from deployments.models import Deployment, Revision
 from tests.deployments.support import git_repo, make_project
 
@@ -335,3 +336,19 @@ def test_a_secret_that_is_not_an_object_is_422_on_create_and_patch(api_client, r
 def test_secrets_that_are_not_a_list_are_422(api_client, repo_url, secrets):
     response = api_client.post("/v2/deployments", {**github_body(repo_url), "secrets": secrets}, format="json")
     assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["body", "secrets"]
+
+
+@pytest.mark.parametrize("params, loc", [
+    ({"offset": 2**63}, ["query", "offset"]), ({"offset": 2**64 + 1}, ["query", "offset"]),
+    ({"offset": 10**30}, ["query", "offset"]), ({"offset": MAX_OFFSET + 1}, ["query", "offset"]),
+    ({"limit": 2**63}, ["query", "limit"]), ({"offset": "9" * 5000}, ["query", "offset"]),
+], ids=["2^63", "2^64+1", "10^30", "past-the-bound", "huge-limit", "5000-digits"])
+def test_an_absurd_offset_or_limit_is_422_not_an_overflow(api_client, params, loc):
+    response = api_client.get("/v2/deployments", params)
+    assert response.status_code == 422, response.content
+    assert response.json()["detail"][0]["loc"] == loc
+
+
+def test_the_largest_offset_allowed_answers_an_empty_page(api_client):
+    response = api_client.get("/v2/deployments", {"offset": MAX_OFFSET, "limit": 100})
+    assert response.status_code == 200 and response.json() == {"resources": [], "offset": MAX_OFFSET}

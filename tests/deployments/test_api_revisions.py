@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from core.pagination import MAX_OFFSET
 from deployments import services
 from deployments.models import Revision, RevisionLog
 from deployments.uploads import object_file
@@ -108,6 +109,37 @@ def test_logs_page_by_cursor_in_either_order_and_filter(api_client, internal_dep
                         ({"type": "build", "start_time": "yesterday"}, ["query", "start_time"])):
         response = api_client.get(url, params)
         assert response.status_code == 422 and response.json()["detail"][0]["loc"] == loc
+
+
+@pytest.mark.parametrize("params", [{"offset": 2**63}, {"offset": 10**30}, {"limit": 2**63}],
+                         ids=["offset-2^63", "offset-10^30", "limit-2^63"])
+def test_an_absurd_revision_offset_or_limit_is_422(api_client, internal_deployment, params):
+    deployment = internal_deployment()
+    response = api_client.get(f"/v2/deployments/{deployment['id']}/revisions", params)
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["query", *params]
+    assert api_client.get(f"/v2/deployments/{deployment['id']}/revisions",
+                          {"offset": MAX_OFFSET}).json()["resources"] == []
+
+
+@pytest.mark.parametrize(("params", "loc"), [
+    ({"offset": str(2**63)}, "offset"), ({"offset": "9" * 19}, "offset"), ({"limit": 2**63}, "limit"),
+    ({"start_time": "2026-02-30T00:00:00Z"}, "start_time"), ({"end_time": "0001-01-01T00:00:00+01:00"}, "end_time"),
+    ({"start_time": "9" * 400}, "start_time"),
+], ids=["cursor-2^63", "cursor-19-nines", "limit-2^63", "february-30th", "before-year-1-in-utc", "huge-epoch"])
+def test_log_cursors_and_times_out_of_range_are_422_on_every_log_route(api_client, internal_deployment, params, loc):
+    deployment = internal_deployment()
+    rid = deployment["latest_revision_id"]
+    response = api_client.get(f"/v2/deployments/{deployment['id']}/revisions/{rid}/logs", {"type": "build", **params})
+    assert response.status_code == 422, response.content
+    assert response.json()["detail"][0]["loc"] == ["query", loc]
+    for url in (f"/v1/projects/{deployment['id']}/revisions/{rid}/build_logs",
+                f"/v1/projects/{deployment['id']}/deploy_logs"):
+        response = api_client.post(url, params, format="json")
+        assert response.status_code == 422, response.content
+        assert response.json()["detail"][0]["loc"] == ["body", loc]
+    largest = api_client.get(f"/v2/deployments/{deployment['id']}/revisions/{rid}/logs",
+                             {"type": "build", "offset": str(2**63 - 1)})
+    assert largest.status_code == 200 and largest.json()["logs"] == []
 
 
 def test_the_v1_log_endpoints_of_langgraph_cli_answer(api_client, internal_deployment):

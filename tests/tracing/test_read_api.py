@@ -7,6 +7,7 @@ import uuid
 import orjson
 import pytest
 
+from core.pagination import MAX_OFFSET
 from tests.tracing.wire import run_body
 from tracing.selectors import EXPORT_FIELDS
 
@@ -35,6 +36,14 @@ def test_a_bad_query_parameter_is_422_in_the_query(api_client):
     response = api_client.get("/api/v1/sessions", {"limit": 0})
     assert response.status_code == 422
     assert response.json()["detail"][0]["loc"] == ["query", "limit"]
+
+
+@pytest.mark.parametrize("params", [{"offset": 2**63}, {"offset": 10**30}, {"offset": MAX_OFFSET + 1},
+                                    {"limit": 2**63}], ids=["offset-2^63", "offset-10^30", "past-the-bound", "limit"])
+def test_an_absurd_session_offset_or_limit_is_422_not_an_overflow(api_client, params):
+    response = api_client.get("/api/v1/sessions", params)
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["query", *params]
+    assert api_client.get("/api/v1/sessions", {"offset": MAX_OFFSET}).json() == []
 
 
 def test_a_session_shows_its_run_count_and_time_range(api_client):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
+from botocore.exceptions import InvalidRegionError
+from botocore.utils import validate_region_name
 from django.conf import settings
 from rest_framework import serializers
 
@@ -73,6 +75,17 @@ class S3ConfigInputSerializer(StrictSerializer):
             raise serializers.ValidationError(
                 "Bucket names have 3-63 lowercase letters, digits, dots and hyphens, start and end with a letter "
                 "or digit, and are not formatted like an IP address.")
+        return value
+
+    def validate_region(self, value: str | None) -> str | None:
+        # botocore has its own rule (a host label, not all digits) and refuses to build a client otherwise.
+        try:
+            validate_region_name(value or None)
+        except InvalidRegionError:
+            raise serializers.ValidationError(
+                f"{value!r} is not a region name: use the bucket's AWS region (such as us-east-1), or the region "
+                "your S3-compatible endpoint expects; up to 63 letters, digits and inner hyphens, not only "
+                "digits.") from None
         return value
 
     def validate_prefix(self, value: str | None) -> str:

@@ -171,6 +171,20 @@ def test_invalid_configurations_are_422_with_their_location(api_client, config, 
     assert connections == []
 
 
+@pytest.mark.parametrize("region", ["0", "123", "-", "fips-", "eu-west-", "a" * 64])
+@pytest.mark.parametrize("endpoint_url", [None, "http://h"], ids=["aws", "custom-endpoint"])
+def test_a_region_botocore_rejects_gets_422(api_client, destination, region, endpoint_url, connections):
+    body = {"display_name": "x", "credentials": {"access_key_id": "A", "secret_access_key": "s"},
+            "config": {"bucket_name": "ok-bucket", "region": region, "endpoint_url": endpoint_url}}
+    response = create(api_client, body)
+    assert response.status_code == 422, response.json()
+    assert response.json()["detail"][0]["loc"] == ["body", "config", "region"]
+    assert "is not a region name" in response.json()["detail"][0]["msg"] or len(region) > 63
+    assert connections == [] and Destination.objects.count() == 1
+    response = api_client.patch(f"{URL}/{destination['id']}", {**body, "config": {"region": region}}, format="json")
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["body", "config"]
+
+
 def test_a_display_name_outside_the_allowed_characters_is_422(api_client):
     body = destination_body("http://h", {"access_key_id": "A", "secret_access_key": "s"}, name="bad/name")
     assert create(api_client, body).status_code == 422

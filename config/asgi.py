@@ -13,10 +13,12 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_asgi_app = get_asgi_application()
 
-from core.daphne_compat import disable_twisted_form_parsing  # noqa: E402
+from core.daphne_compat import answer_oversized_request_heads, disable_twisted_form_parsing  # noqa: E402
 
-# Twisted would answer 400 to multipart bodies it cannot parse itself (zstd traces) before Django.
+# Twisted would answer 400 to multipart bodies it cannot parse itself (zstd traces) before Django,
+# and close the connection without an answer on a request line over 16 KiB.
 disable_twisted_form_parsing()
+answer_oversized_request_heads()
 
 from django.conf import settings  # noqa: E402
 

@@ -25,3 +25,59 @@ def disable_twisted_form_parsing() -> None:
 
     WebRequest.__init__ = __init__
     WebRequest._service_form_parsing_disabled = True
+
+
+# Twisted's limits on a request's head (LineReceiver.MAX_LENGTH per line, HTTPChannel.totalHeadersSize in all).
+_HEAD_REFUSALS = {
+    414: (b"URI Too Long", "The request line is too long: request line and headers may take at most {limit} bytes."),
+    431: (b"Request Header Fields Too Large", "The request headers are too large: request line and headers may "
+                                              "take at most {limit} bytes."),
+}
+
+
+def answer_oversized_request_heads() -> None:
+    """Answer 414 (or 431) when a request's head is over Twisted's limits, instead of a silent close or bare 400.
+
+    Twisted drops the connection without a word when one line passes LineReceiver.MAX_LENGTH (16 KiB: a long
+    URL) and answers an empty 400 when the request line and headers together pass totalHeadersSize. Clients
+    and proxies then retry or report a network error; a 414 says what to change.
+    """
+    try:
+        from twisted.web.http import HTTPChannel
+    except ImportError:  # not running under Daphne
+        return
+    if getattr(HTTPChannel, "_service_head_refusals", False):
+        return
+    original_line_received = HTTPChannel.lineReceived
+
+    def lineReceived(self, line):
+        if self._HTTPChannel__first_line:
+            if line:
+                self._service_request_line_length = len(line)
+        elif self._receivedHeaderSize + len(line) > self.totalHeadersSize:
+            return _refuse_head(self, _head_status(self))
+        return original_line_received(self, line)
+
+    def lineLengthExceeded(self, line):
+        # Still waiting for the request line: that is the line that is too long.
+        return _refuse_head(self, 414 if self._HTTPChannel__first_line else _head_status(self))
+
+    HTTPChannel.lineReceived = lineReceived
+    HTTPChannel.lineLengthExceeded = lineLengthExceeded
+    HTTPChannel._service_head_refusals = True
+
+
+def _head_status(channel) -> int:
+    """414 when the request line is most of the head, 431 when the headers are."""
+    request_line = getattr(channel, "_service_request_line_length", 0)
+    return 414 if request_line * 2 > channel.totalHeadersSize else 431
+
+
+def _refuse_head(channel, status: int) -> None:
+    import json
+
+    reason, message = _HEAD_REFUSALS[status]
+    body = json.dumps({"detail": message.format(limit=channel.totalHeadersSize)}).encode()
+    channel.transport.write(b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                            b"Connection: close\r\n\r\n%s" % (status, reason, len(body), body))
+    channel.loseConnection()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import socket
 import uuid
+from urllib.parse import urlsplit
 
 import pytest
 from django.test import override_settings
@@ -130,3 +133,37 @@ def test_domain_errors_become_detail_bodies_with_their_status(client, name, stat
     response = client.get(f"/raise/{name}")
     assert response.status_code == status
     assert response.json() == {"detail": "Told to fail."}
+
+
+def raw_exchange(url: str, head: bytes) -> bytes:
+    """Send a request head over a plain socket and read until the server closes the connection."""
+    parts = urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+        sock.sendall(head)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    return received
+
+
+@pytest.mark.parametrize("length", [16_400, 1_000_000])
+def test_a_request_line_over_16_kib_is_414_and_the_connection_is_closed(live_server_process, length):
+    head = b"GET /api/v1/workspaces?q=" + b"a" * length + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    answer = raw_exchange(live_server_process.url, head)
+    status_line, _, rest = answer.partition(b"\r\n")
+    head_lines, _, body = rest.partition(b"\r\n\r\n")
+    headers = head_lines.split(b"\r\n")
+    assert status_line == b"HTTP/1.1 414 URI Too Long"
+    assert b"Connection: close" in headers and b"Content-Type: application/json" in headers
+    assert json.loads(body) == {"detail": "The request line is too long: request line and headers may take at most "
+                                          "16384 bytes."}
+
+
+def test_headers_over_the_limit_are_431_and_a_long_url_within_it_is_served(live_server_process):
+    many = b"".join(b"X-Filler-%d: %s\r\n" % (i, b"f" * 1000) for i in range(20))
+    answer = raw_exchange(live_server_process.url, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n" + many + b"\r\n")
+    assert answer.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
+    assert b'"detail": "The request headers are too large' in answer
+    served = raw_exchange(live_server_process.url, b"GET /healthz?q=" + b"a" * 15_000 +
+                          b" HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    assert served.startswith(b"HTTP/1.1 200 OK\r\n")

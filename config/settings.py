@@ -335,6 +335,12 @@ OAUTH_FLOW_TTL_SECONDS = env_int("OAUTH_FLOW_TTL_SECONDS", 600)
 OAUTH_TOKEN_CONNECT_TIMEOUT_SECONDS = float(env_str("OAUTH_TOKEN_CONNECT_TIMEOUT_SECONDS", "5"))
 OAUTH_TOKEN_READ_TIMEOUT_SECONDS = float(env_str("OAUTH_TOKEN_READ_TIMEOUT_SECONDS", "10"))
 
+# This process's stable identity, which outlives a restart: `serve` sets it for each child it supervises
+# ("host:serve-<port>:web-0"). A process that starts with one fails at once the chat runs its dead predecessor
+# left running (core/processes.py). Another supervisor may set a unique, stable name per process; unset, the
+# process gets a unique name and the sweeper fails what it leaves behind.
+PROCESS_IDENTITY = env_str("PROCESS_IDENTITY")
+
 # Background work (run_worker).
 WORKER_LEASE_SECONDS = env_int("WORKER_LEASE_SECONDS", 60)
 WORKER_POLL_SECONDS = float(env_str("WORKER_POLL_SECONDS", "1.0"))

@@ -199,13 +199,15 @@ async def _finish(request: RunRequest, writer: EventWriter, status: str, error: 
         pass  # another process ended the run: _end_run below finds it ended
     except Exception as exc:
         status, error = ChatRun.Status.FAILED, store_error(exc)
+    # One terminal event, whether subscribers get it from the store or, first, from memory.
+    terminal = lifecycle_event([], status, graph_name=graph_name, error=error or None)
     try:
-        last = await db.run(_end_run, request=request, status=status, error=error, graph_name=graph_name)
+        last = await db.run(_end_run, request=request, status=status, error=error, terminal=terminal)
     except Exception as exc:
         log.error("could not record the end of run %s (%s: %s); its subscribers are told from memory and the end "
                   "is recorded once the store accepts it", request.run_id, type(exc).__name__, exc)
-        await _announce_unstored_end(request, writer, status, error, graph_name)
-        return await _record_end_later(request, status, error, graph_name)
+        await _announce_unstored_end(request, writer, terminal)
+        return await _record_end_later(request, status, error, terminal)
     if last is not None:
         hubs.deliver(request.thread_id, last)
         await publish(request.thread_id, last[-1].seq)
@@ -218,8 +220,7 @@ def store_error(exc: BaseException) -> str:
     return f"The run's events could not be stored ({type(exc).__name__}: {exc}); the run was stopped."
 
 
-async def _announce_unstored_end(request: RunRequest, writer: EventWriter, status: str, error: str,
-                                 graph_name: str) -> None:
+async def _announce_unstored_end(request: RunRequest, writer: EventWriter, terminal: WireEvent) -> None:
     """Give the run's subscribers its terminal event from memory, under the seq it will most likely be stored at."""
     try:
         state = await db.run(thread_cursor_state, thread_id=request.thread_id)
@@ -231,20 +232,19 @@ async def _announce_unstored_end(request: RunRequest, writer: EventWriter, statu
                   request.run_id)
         return
     seq = last_seq + 1
-    terminal = lifecycle_event([], status, graph_name=graph_name, error=error or None)
     events = [StoredEvent(seq, terminal.channel, tuple(terminal.namespace), terminal.encode(seq))]
     hubs.deliver_unstored(request.thread_id, events)
     await publish_unstored(request.thread_id, events)
 
 
-async def _record_end_later(request: RunRequest, status: str, error: str, graph_name: str) -> str:
+async def _record_end_later(request: RunRequest, status: str, error: str, terminal: WireEvent) -> str:
     """Retry recording the run's end (and storing its terminal event) until the store accepts it."""
     delay, deadline = 0.5, time.monotonic() + END_RETRY_MAX_SECONDS
     while time.monotonic() < deadline:
         await asyncio.sleep(delay)
         delay = min(delay * 2, END_RETRY_MAX_DELAY_SECONDS)
         try:
-            last = await db.run(_end_run, request=request, status=status, error=error, graph_name=graph_name)
+            last = await db.run(_end_run, request=request, status=status, error=error, terminal=terminal)
         except NotFound:
             return status  # the thread was deleted meanwhile
         except Exception:
@@ -259,11 +259,10 @@ async def _record_end_later(request: RunRequest, status: str, error: str, graph_
 
 
 @transaction.atomic
-def _end_run(*, request: RunRequest, status: str, error: str, graph_name: str) -> list | None:
+def _end_run(*, request: RunRequest, status: str, error: str, terminal: WireEvent) -> list | None:
     # The run ends and its terminal event is stored together: whoever sees the event may start the next run.
     if not services.run_finish(run_id=request.run_id, status=status, error=error):
         return None
-    terminal = lifecycle_event([], status, graph_name=graph_name, error=error or None)
     return services.events_append(thread_id=request.thread_id, run_id=request.run_id, events=[terminal])
 
 

@@ -31,9 +31,12 @@ from django.urls import re_path  # noqa: E402
 
 from chat.runner import fail_runs_of_predecessor  # noqa: E402
 from config.routing import http_routes  # noqa: E402
+from core.sqlite import hold_database_files  # noqa: E402
 
-# Before the server listens: a supervised process restarted under its identity ends its predecessor's runs.
+# Before the server listens: a supervised process restarted under its identity ends its predecessor's runs, and an
+# SQLite database is held open so that it stays readable on a full disk.
 fail_runs_of_predecessor()
+hold_database_files()
 
 application = ProtocolTypeRouter(
     {"http": URLRouter([*http_routes, re_path(r"", django_asgi_app)])}

@@ -211,7 +211,7 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer",
                                   "CONFIG": {"capacity": env_int("CHANNEL_LAYER_CAPACITY", 100)}}}
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "service_cache"}
+        "default": {"BACKEND": "core.cache.DatabaseCache", "LOCATION": "service_cache"}
     }
 
 AUTH_PASSWORD_VALIDATORS = [

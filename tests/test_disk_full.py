@@ -242,3 +242,25 @@ def test_a_throttle_whose_cache_is_unreachable_lets_requests_through_and_logs_it
     assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
     assert "rate limiting is off: its cache failed (ConnectionError" in caplog.records[0].message
 
+
+
+@pytest.mark.live
+def test_an_sqlite_database_on_a_full_disk_stays_readable_between_requests(transactional_db, tmp_path):
+    """Django closes its connections after each request; SQLite then drops the files a new one cannot recreate."""
+    if connection.vendor != "sqlite":
+        pytest.skip("only an SQLite database lives in a file on the server's disk")
+    disk = TmpfsDisk(tmp_path / "fs")
+    try:
+        workspace = workspace_create(name="disk-full-reads")
+        _, key = api_key_create(workspaces=[workspace])
+        server = LiveServer(env=disk.prepare(), log_path=tmp_path / "server.log").start()
+        try:
+            disk.fill()
+            for _ in range(3):
+                response = httpx.get(f"{server.url}/api/v1/workspaces", headers={"X-Api-Key": key})
+                assert response.status_code == 200 and response.json()[0]["name"] == "disk-full-reads"
+            assert httpx.get(f"{server.url}/healthz").status_code == 503
+        finally:
+            server.stop()
+    finally:
+        disk.cleanup()

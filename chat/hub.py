@@ -7,6 +7,10 @@ frames to every matching subscriber: readers cost one query per batch, whatever 
 message loses nothing. Every CHAT_STORE_POLL_SECONDS one query also compares the watched threads' last seq with
 what their hubs have seen, which is how a run in another process shows up with the in-memory layer and how a
 dropped wake-up is recovered. Events stored by a run of this process are handed to its hub directly.
+
+A run whose end cannot be stored (a full disk) hands its terminal event to the hubs from memory instead: directly
+in its own process, and in the wake-up message (payload included) to the others; a hub dispatches it once it has
+read the store up to it.
 """
 
 from __future__ import annotations

@@ -200,3 +200,12 @@ def test_a_cancel_ends_a_run_whose_process_is_gone(executor, transactional_db, t
     finally:
         survivor.stop()
         doomed.stop()
+
+
+def test_a_second_serve_on_the_same_port_refuses_to_start_so_no_identity_is_shared(serve):
+    second = subprocess.run([sys.executable, "manage.py", "serve", "--no-setup", "--workers", "0", "--port",
+                             str(serve.port)], cwd=BASE_DIR, env=serve.env, capture_output=True, text=True,
+                            timeout=120)
+    assert second.returncode != 0
+    assert f"Another `serve` on this host already uses port {serve.port}" in second.stderr
+    assert httpx.get(f"{serve.url}/healthz").status_code == 200

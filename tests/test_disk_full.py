@@ -53,8 +53,11 @@ class TmpfsDisk:
 
     def fill(self) -> None:
         # Empty the WAL first, so every later commit needs new space (a reused WAL would not).
-        with sqlite3.connect(self.db_path, timeout=30) as checkpoint:
-            checkpoint.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        checkpoint = sqlite3.connect(self.db_path, timeout=30)
+        deadline = time.monotonic() + BOUND_SECONDS
+        while checkpoint.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] != 0:
+            assert time.monotonic() < deadline, "the WAL could not be checkpointed"
+            time.sleep(0.05)
         checkpoint.close()
         with open(self.filler, "wb", buffering=0) as filler:
             try:

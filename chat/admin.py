@@ -37,8 +37,8 @@ class ChatRunAdmin(admin.ModelAdmin):
     list_filter = ["status"]
     list_select_related = ["thread"]
     search_fields = ["id", "thread__id"]
-    readonly_fields = ["id", "thread", "status", "error", "worker", "heartbeat_at", "cancel_requested_at",
-                       "created_at", "finished_at"]
+    readonly_fields = ["id", "thread", "status", "error", "worker", "worker_instance", "heartbeat_at",
+                       "cancel_requested_at", "created_at", "finished_at"]
 
     def has_add_permission(self, request) -> bool:
         return False

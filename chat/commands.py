@@ -18,6 +18,7 @@ from django.conf import settings
 from chat import db, selectors, services
 from chat.access import Caller
 from chat.graph_runtime import get_served_graph, graph_name_for
+from chat.hub import publish
 from chat.models import ChatRun
 from chat.runner import RunRequest, runs
 from chat.threads import NoSuchNamespace, namespace_checkpoints, namespace_state
@@ -29,8 +30,9 @@ NOT_SUPPORTED = ("input.respond", "input.inject", "subscription.subscribe", "sub
 CLAIMING = ("run.start", "state.fork")
 # How long a run.start waits for a run whose cancel was already requested to end before refusing. The JS client's
 # stop() cancels without waiting (202) and may start the next run at once; a cancelled run ends within about a
-# second (the cancel flag is polled every 0.5 s by the process executing it).
-CANCELLED_RUN_WAIT_SECONDS = 3.0
+# second (the cancel flag is polled every 0.5 s by the process executing it), or is ended here once its process is
+# known to be gone (at the latest services.CANCEL_ACK_SECONDS after the cancel).
+CANCELLED_RUN_WAIT_SECONDS = 5.0
 
 
 class CommandError(Exception):
@@ -147,19 +149,22 @@ async def start_run(thread, run_input: dict | None, *, checkpoint_id: str | None
 async def _create_run(thread, run_id: uuid.UUID) -> None:
     """Register the run; an active run whose cancel was requested is first given a moment to end."""
     try:
-        await db.run(services.run_create, thread=thread, run_id=run_id, worker=services.worker_name())
+        await db.run(services.run_create, thread=thread, run_id=run_id)
         return
     except services.RunActive as exc:
         if not await _cancelled_run_ended(exc.run_id):
             raise CommandError("invalid_argument", exc.detail) from None
     try:
-        await db.run(services.run_create, thread=thread, run_id=run_id, worker=services.worker_name())
+        await db.run(services.run_create, thread=thread, run_id=run_id)
     except services.RunActive as exc:
         raise CommandError("invalid_argument", exc.detail) from None
 
 
 async def _cancelled_run_ended(run_id) -> bool:
-    """Wait (bounded) for an active run to end, if and only if its cancel was requested; whether it ended."""
+    """Wait (bounded) for an active run to end, if and only if its cancel was requested; whether it ended.
+
+    A cancelled run whose process is gone is ended here (services.run_orphan_reason).
+    """
     deadline = time.monotonic() + CANCELLED_RUN_WAIT_SECONDS
     while True:
         state = await db.run(selectors.run_cancel_state, run_id=run_id)
@@ -167,7 +172,19 @@ async def _cancelled_run_ended(run_id) -> bool:
             return True
         if not state[1] or time.monotonic() >= deadline:
             return False
+        if await end_if_orphaned(run_id) != ChatRun.Status.RUNNING:
+            return True
         await asyncio.sleep(0.05)
+
+
+async def end_if_orphaned(run_id) -> str | None:
+    """Fail the run if the process executing it is gone, and tell its subscribers; the run's status."""
+    status, last_seq = await db.run(services.run_end_if_orphaned, run_id=run_id)
+    if last_seq is not None:
+        thread_id = await db.run(selectors.run_thread_id, run_id=run_id)
+        if thread_id is not None:
+            await publish(thread_id, last_seq)
+    return status
 
 
 _chat_workspace_id = None

@@ -193,12 +193,16 @@ class RunCancelConsumer(ChatConsumer):
 
 
 async def stop_run(run: ChatRun, *, wait: bool = True) -> str:
-    """Set the run's cancel flag (seen by whichever process runs it) and stop it here at once if it runs here."""
+    """Set the run's cancel flag (seen by whichever process runs it) and stop it here at once if it runs here.
+
+    A run whose process is gone cannot stop itself: it is ended here as soon as that is known
+    (services.run_orphan_reason), with a terminal `failed` event that says so.
+    """
     await db.run(services.run_cancel_request, run=run)
     runs.cancel(run.id)
     deadline = time.monotonic() + (STOP_WAIT_SECONDS if wait else 0)
     while True:
-        status = await db.run(selectors.run_status, run_id=run.pk)
+        status = await commands.end_if_orphaned(run.pk)
         if status != ChatRun.Status.RUNNING or time.monotonic() >= deadline:
             return status or "deleted"
         await asyncio.sleep(0.1)

@@ -7,6 +7,10 @@ frames to every matching subscriber: readers cost one query per batch, whatever 
 message loses nothing. Every CHAT_STORE_POLL_SECONDS one query also compares the watched threads' last seq with
 what their hubs have seen, which is how a run in another process shows up with the in-memory layer and how a
 dropped wake-up is recovered. Events stored by a run of this process are handed to its hub directly.
+
+A run whose end cannot be stored (a full disk) hands its terminal event to the hubs from memory instead: directly
+in its own process, and in the wake-up message (payload included) to the others; a hub dispatches it once it has
+read the store up to it.
 """
 
 from __future__ import annotations
@@ -54,6 +58,23 @@ def group_name(thread_id: str) -> str:
     return "chat.thread." + hashlib.sha256(thread_id.encode()).hexdigest()[:40]
 
 
+async def publish_unstored(thread_id: str, events: list[StoredEvent]) -> None:
+    """Send events that could not be stored (a run's end on a full disk) to every process's hub, payload included.
+
+    Only a channel layer shared by the processes (Redis) reaches other processes; the in-memory one reaches this
+    process's hub, which also gets them directly.
+    """
+    layer = get_channel_layer()
+    if layer is None or not events:
+        return
+    message = {"type": WAKE_TYPE, "thread": thread_id, "seq": events[-1].seq,
+               "unstored": [[e.seq, e.channel, list(e.namespace), e.payload.decode()] for e in events]}
+    try:
+        await layer.group_send(group_name(thread_id), message)
+    except Exception:
+        log.warning("unstored events of thread %s not sent to other processes", thread_id, exc_info=True)
+
+
 async def publish(thread_id: str, seq: int) -> None:
     """Tell every process's hub that the thread's events up to `seq` are stored (a lost message is harmless)."""
     layer = get_channel_layer()
@@ -97,6 +118,8 @@ class ThreadHub:
         # Subscribers grouped by filter: an event is matched once per distinct filter, not once per subscriber.
         self.groups: dict[tuple, tuple[Subscription, set[Subscriber]]] = {}
         self.ready: asyncio.Future = asyncio.get_running_loop().create_future()
+        # Events that exist only in memory (the store refused them), dispatched once the store is read up to them.
+        self.unstored: list[StoredEvent] = []
         self._wake = asyncio.Event()
         self._pump_task = asyncio.create_task(self._pump(), name=f"chat-hub-pump:{thread_id}")
 
@@ -132,6 +155,10 @@ class ThreadHub:
         self.dispatch(events)
         self.last_seq = events[-1].seq
 
+    def deliver_unstored(self, events: list[StoredEvent]) -> None:
+        self.unstored.extend(events)
+        self._wake.set()
+
     async def close(self) -> None:
         self._pump_task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -163,6 +190,7 @@ class ThreadHub:
             self._wake.clear()
             try:
                 await self._drain()
+                self._dispatch_unstored()
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -180,6 +208,13 @@ class ThreadHub:
                 self.last_seq = events[-1].seq
             if not full_page:
                 return
+
+    def _dispatch_unstored(self) -> None:
+        events, self.unstored = sorted(self.unstored, key=lambda e: e.seq), []
+        events = [event for event in events if event.seq > self.last_seq]
+        if events:
+            self.dispatch(events)
+            self.last_seq = events[-1].seq
 
     def woken(self, seq: int) -> None:
         if seq > self.last_seq:
@@ -238,7 +273,10 @@ class ProcessListener:
                 continue
             if message.get("type") == WAKE_TYPE:
                 hub = hubs.hubs.get(message.get("thread"))
-                if hub is not None:
+                if hub is not None and message.get("unstored"):
+                    hub.deliver_unstored([StoredEvent(seq, channel, tuple(namespace), payload.encode())
+                                          for seq, channel, namespace, payload in message["unstored"]])
+                elif hub is not None:
                     hub.woken(int(message.get("seq", 0)))
 
 
@@ -315,6 +353,11 @@ class HubRegistry:
         hub = self.hubs.get(thread_id)
         if hub is not None:
             hub.deliver(events)
+
+    def deliver_unstored(self, thread_id: str, events: list[StoredEvent]) -> None:
+        hub = self.hubs.get(thread_id)
+        if hub is not None:
+            hub.deliver_unstored(events)
 
 
 hubs = HubRegistry()

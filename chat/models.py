@@ -154,8 +154,10 @@ class ChatRun(BaseModel):
     thread = models.ForeignKey(ChatThread, on_delete=models.CASCADE, related_name="runs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
     error = models.TextField(blank=True)
-    # "host:pid" of the process executing the run, refreshed in heartbeat_at while it is alive.
+    # The identity of the process executing the run (core/processes.py: stable across a supervised restart) and
+    # its unique instance ("host:pid:token"); heartbeat_at is refreshed while it is alive.
     worker = models.CharField(max_length=255, blank=True)
+    worker_instance = models.CharField(max_length=255, blank=True, default="")
     heartbeat_at = models.DateTimeField(default=timezone.now)
     # The thread's last seq when the run was created: its own events all come after it.
     start_seq = models.BigIntegerField(default=0)
@@ -170,7 +172,8 @@ class ChatRun(BaseModel):
                 fields=["thread"], condition=models.Q(status="running"), name="chat_run_one_active_per_thread"
             ),
         ]
-        indexes = [models.Index(fields=["status", "heartbeat_at"], name="chat_run_sweep_idx")]
+        indexes = [models.Index(fields=["status", "heartbeat_at"], name="chat_run_sweep_idx"),
+                   models.Index(fields=["worker", "status"], name="chat_run_worker_idx")]
 
     def __str__(self) -> str:
         return f"{self.id} ({self.status})"

@@ -18,15 +18,19 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 from langchain_core._api.beta_decorator import LangChainBetaWarning
 
 from chat import db, services
 from chat.graph_runtime import get_served_graph
-from chat.hub import hubs, publish
+from chat.hub import hubs, publish, publish_unstored
 from chat.models import ChatRun
-from chat.wire import EventConverter, WireEvent, lifecycle_event
+from chat.selectors import thread_cursor_state
+from chat.wire import EventConverter, StoredEvent, WireEvent, lifecycle_event
+from core import processes
+from core.exceptions import NotFound
 
 log = logging.getLogger("chat.runner")
 # astream_events(version="v3") is marked experimental; the warning would be logged on every run.
@@ -34,6 +38,9 @@ warnings.filterwarnings("ignore", category=LangChainBetaWarning)
 
 MAX_BATCH = 1000
 CANCEL_POLL_SECONDS = 0.5
+# A run whose end could not be stored (full disk) retries, backing off up to this delay, for at most this long.
+END_RETRY_MAX_DELAY_SECONDS = 5.0
+END_RETRY_MAX_SECONDS = 3600.0
 
 
 @dataclass
@@ -49,12 +56,19 @@ class RunRequest:
 
 
 class EventWriter:
-    """Stores a run's events in batches (whatever accumulated while the last batch was written), then wakes readers."""
+    """Stores a run's events in batches (whatever accumulated while the last batch was written), then wakes readers.
 
-    def __init__(self, thread_id: str, run_id: uuid.UUID):
+    A batch that cannot be stored (a full disk) stops the run at once through `on_error`: a run whose events are
+    lost must not go on as if they were seen.
+    """
+
+    def __init__(self, thread_id: str, run_id: uuid.UUID, on_error=None):
         self.thread_id, self.run_id = thread_id, run_id
         self.buffer: list[WireEvent] = []
         self.error: BaseException | None = None
+        self.last_seq: int | None = None
+        self._on_error = on_error
+        self.stop_run_on_error = True
         self._more = asyncio.Event()
         self._closing = False
         self._task = asyncio.create_task(self._loop(), name=f"chat-writer:{run_id}")
@@ -83,11 +97,17 @@ class EventWriter:
             batch, self.buffer = self.buffer[:MAX_BATCH], self.buffer[MAX_BATCH:]
             try:
                 stored = await db.run(services.events_append, thread_id=self.thread_id, run_id=self.run_id,
-                                      events=batch)
+                                      events=batch, active_only=True)
             except Exception as exc:
                 self.error = exc
                 self.buffer = []
+                if not isinstance(exc, services.RunEnded):
+                    log.error("events of run %s could not be stored (%s: %s); ending the run", self.run_id,
+                              type(exc).__name__, exc)
+                if self._on_error is not None and self.stop_run_on_error:
+                    self._on_error()
                 return
+            self.last_seq = stored[-1].seq
             # Subscribers of this process get the stored events at once; other processes are woken up.
             hubs.deliver(self.thread_id, stored)
             await publish(self.thread_id, stored[-1].seq)
@@ -119,8 +139,9 @@ runs = RunRegistry()
 
 async def execute_run(request: RunRequest) -> str:
     """Run the requested served graph for one `run.start`; return the final status."""
-    writer = EventWriter(request.thread_id, request.run_id)
-    watcher = asyncio.create_task(_watch(request.run_id, asyncio.current_task()))
+    task = asyncio.current_task()
+    writer = EventWriter(request.thread_id, request.run_id, on_error=task.cancel)
+    watcher = asyncio.create_task(_watch(request.run_id, task))
     callbacks = tracing_callbacks(request.tracing_workspace_id)
     status, error, graph_name, started = ChatRun.Status.COMPLETED, "", "root", False
     try:
@@ -131,16 +152,21 @@ async def execute_run(request: RunRequest) -> str:
         interrupted = await _stream(served, request, writer, callbacks)
         status = ChatRun.Status.INTERRUPTED if interrupted else ChatRun.Status.COMPLETED
     except asyncio.CancelledError:
-        asyncio.current_task().uncancel()
+        task.uncancel()
         status = ChatRun.Status.INTERRUPTED
     except Exception as exc:
-        log.warning("run %s of thread %s failed: %s: %s", request.run_id, request.thread_id, type(exc).__name__, exc)
-        status, error = ChatRun.Status.FAILED, str(exc) if _plain(exc) else f"{type(exc).__name__}: {exc}"
+        if exc is not writer.error:
+            log.warning("run %s of thread %s failed: %s: %s", request.run_id, request.thread_id,
+                        type(exc).__name__, exc)
+            status, error = ChatRun.Status.FAILED, str(exc) if _plain(exc) else f"{type(exc).__name__}: {exc}"
     finally:
         watcher.cancel()
+    if writer.error is not None and not isinstance(writer.error, services.RunEnded):
+        status, error = ChatRun.Status.FAILED, store_error(writer.error)
     if not started:
         # Clients wait for `running` then one terminal event, even when the graph could not be built.
         writer.add([lifecycle_event([], "running", graph_name=graph_name)])
+    writer.stop_run_on_error = False
     # Shielded: a second cancel while the end is being recorded must not leave the run open.
     return await asyncio.shield(_finish(request, writer, status, error, graph_name))
 
@@ -169,10 +195,19 @@ async def _stream(served, request: RunRequest, writer: EventWriter, callbacks: l
 async def _finish(request: RunRequest, writer: EventWriter, status: str, error: str, graph_name: str) -> str:
     try:
         await writer.close()
-        last = await db.run(_end_run, request=request, status=status, error=error, graph_name=graph_name)
-    except Exception:
-        log.exception("could not record the end of run %s; the sweeper will fail it", request.run_id)
-        return ChatRun.Status.FAILED
+    except services.RunEnded:
+        pass  # another process ended the run: _end_run below finds it ended
+    except Exception as exc:
+        status, error = ChatRun.Status.FAILED, store_error(exc)
+    # One terminal event, whether subscribers get it from the store or, first, from memory.
+    terminal = lifecycle_event([], status, graph_name=graph_name, error=error or None)
+    try:
+        last = await db.run(_end_run, request=request, status=status, error=error, terminal=terminal)
+    except Exception as exc:
+        log.error("could not record the end of run %s (%s: %s); its subscribers are told from memory and the end "
+                  "is recorded once the store accepts it", request.run_id, type(exc).__name__, exc)
+        await _announce_unstored_end(request, writer, terminal)
+        return await _record_end_later(request, status, error, terminal)
     if last is not None:
         hubs.deliver(request.thread_id, last)
         await publish(request.thread_id, last[-1].seq)
@@ -181,12 +216,53 @@ async def _finish(request: RunRequest, writer: EventWriter, status: str, error: 
     return status
 
 
+def store_error(exc: BaseException) -> str:
+    return f"The run's events could not be stored ({type(exc).__name__}: {exc}); the run was stopped."
+
+
+async def _announce_unstored_end(request: RunRequest, writer: EventWriter, terminal: WireEvent) -> None:
+    """Give the run's subscribers its terminal event from memory, under the seq it will most likely be stored at."""
+    try:
+        state = await db.run(thread_cursor_state, thread_id=request.thread_id)
+        last_seq = state[0] if state else writer.last_seq
+    except Exception:
+        last_seq = writer.last_seq
+    if last_seq is None:
+        log.error("run %s: the thread's last event is unknown; its subscribers get no terminal event",
+                  request.run_id)
+        return
+    seq = last_seq + 1
+    events = [StoredEvent(seq, terminal.channel, tuple(terminal.namespace), terminal.encode(seq))]
+    hubs.deliver_unstored(request.thread_id, events)
+    await publish_unstored(request.thread_id, events)
+
+
+async def _record_end_later(request: RunRequest, status: str, error: str, terminal: WireEvent) -> str:
+    """Retry recording the run's end (and storing its terminal event) until the store accepts it."""
+    delay, deadline = 0.5, time.monotonic() + END_RETRY_MAX_SECONDS
+    while time.monotonic() < deadline:
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, END_RETRY_MAX_DELAY_SECONDS)
+        try:
+            last = await db.run(_end_run, request=request, status=status, error=error, terminal=terminal)
+        except NotFound:
+            return status  # the thread was deleted meanwhile
+        except Exception:
+            continue
+        if last is not None:
+            log.info("the end of run %s is recorded", request.run_id)
+            hubs.deliver(request.thread_id, last)
+            await publish(request.thread_id, last[-1].seq)
+        return status
+    log.error("gave up recording the end of run %s; the sweeper will fail it", request.run_id)
+    return status
+
+
 @transaction.atomic
-def _end_run(*, request: RunRequest, status: str, error: str, graph_name: str) -> list | None:
+def _end_run(*, request: RunRequest, status: str, error: str, terminal: WireEvent) -> list | None:
     # The run ends and its terminal event is stored together: whoever sees the event may start the next run.
     if not services.run_finish(run_id=request.run_id, status=status, error=error):
         return None
-    terminal = lifecycle_event([], status, graph_name=graph_name, error=error or None)
     return services.events_append(thread_id=request.thread_id, run_id=request.run_id, events=[terminal])
 
 
@@ -206,6 +282,31 @@ async def _watch(run_id: uuid.UUID, target: asyncio.Task) -> None:
         if cancel or not active:
             target.cancel()
             return
+
+
+def fail_runs_of_predecessor() -> int:
+    """Before this process serves: fail the runs its dead predecessor (same stable identity) left running.
+
+    Only a process with a stable identity (PROCESS_IDENTITY, set by `serve`) has a predecessor; for any other, the
+    sweeper fails what a dead process left behind. Never raises: a database that cannot be reached now leaves the
+    runs to the sweeper. Returns how many runs were failed.
+    """
+    if not processes.is_stable():
+        return 0
+    try:
+        failed = services.runs_fail_after_restart(identity=processes.identity(), instance=processes.instance())
+    except Exception:
+        log.warning("could not fail the runs left by this process's predecessor; the sweeper will", exc_info=True)
+        return 0
+    finally:
+        # This runs before the event loop does, on what becomes its thread: leave no connection behind.
+        connections.close_all()
+    for thread_id, seq in failed:
+        with contextlib.suppress(Exception):
+            async_to_sync(publish)(thread_id, seq)
+    if failed:
+        log.warning("failed %d run(s) left running by the previous %s", len(failed), processes.identity())
+    return len(failed)
 
 
 def _plain(exc: Exception) -> bool:

@@ -76,6 +76,10 @@ def run_status(*, run_id) -> str | None:
     return ChatRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
 
 
+def run_thread_id(*, run_id) -> str | None:
+    return ChatRun.objects.filter(pk=run_id).values_list("thread_id", flat=True).first()
+
+
 def run_cancel_state(*, run_id) -> tuple[str, bool] | None:
     """(status, whether a cancel was requested) of the run, or None when there is no such run."""
     try:

@@ -6,8 +6,6 @@ All of these are synchronous ORM code; async callers go through `chat.db.run`.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -20,12 +18,21 @@ from django.utils import timezone
 from chat.access import Caller
 from chat.models import ChatEvent, ChatRun, ChatThread
 from chat.wire import StoredEvent, WireEvent, lifecycle_event
+from core import processes
 from core.exceptions import Conflict, NotFound
 
 log = logging.getLogger("chat")
 MAX_THREAD_ID_LENGTH = 255
 TITLE_LENGTH = 80
 DEAD_RUN_ERROR = "The server process executing this run stopped before it finished."
+RESTARTED_ERROR = ("The server process restarted before this run finished: the process executing it stopped "
+                   "without ending it.")
+# A live process acknowledges a cancel within its poll interval (0.5 s); one that has not after this long is gone.
+CANCEL_ACK_SECONDS = 3.0
+
+
+class RunEnded(Exception):
+    """Events were offered for a run that has already ended (failed by another process meanwhile)."""
 
 
 class RunActive(Conflict):
@@ -33,10 +40,6 @@ class RunActive(Conflict):
         self.run_id = run_id
         super().__init__(f"Run {run_id} is still active on this thread: cancel it or wait for it to finish "
                          f"before starting another.")
-
-
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def thread_not_found(thread_id: str) -> NotFound:
@@ -110,8 +113,8 @@ def thread_delete(*, thread: ChatThread) -> None:
 
 
 # --- Runs ---------------------------------------------------------------------------------------------------------
-def run_create(*, thread: ChatThread, run_id, worker: str) -> ChatRun:
-    """Register a new active run; a run left behind by a dead process is failed first.
+def run_create(*, thread: ChatThread, run_id) -> ChatRun:
+    """Register a new active run of this process; a run left behind by a process that is gone is failed first.
 
     Raises:
         RunActive: another run is active on the thread.
@@ -120,25 +123,83 @@ def run_create(*, thread: ChatThread, run_id, worker: str) -> ChatRun:
         try:
             with transaction.atomic():
                 start_seq = ChatThread.objects.filter(pk=thread.pk).values_list("last_seq", flat=True).get()
-                return ChatRun.objects.create(id=run_id, thread=thread, worker=worker, start_seq=start_seq)
+                return ChatRun.objects.create(id=run_id, thread=thread, worker=processes.identity(),
+                                              worker_instance=processes.instance(), start_seq=start_seq)
         except IntegrityError:
             active = ChatRun.objects.filter(thread=thread, status=ChatRun.Status.RUNNING).first()
             if active is None:
                 continue
-            if active.heartbeat_at >= timezone.now() - timedelta(seconds=settings.CHAT_RUN_STALE_SECONDS):
+            reason = run_orphan_reason(run=active)
+            if reason is None:
                 raise RunActive(active.id) from None
-            run_fail_dead(run=active)
+            run_fail_dead(run=active, error=reason)
     raise RunActive("unknown")
 
 
+def run_orphan_reason(*, run: ChatRun) -> str | None:
+    """Why the process executing `run` is known to be gone (the error to fail it with), or None when it may live.
+
+    Gone: its process on this host no longer exists, its heartbeat is older than CHAT_RUN_STALE_SECONDS, or a cancel
+    was requested CANCEL_ACK_SECONDS ago and it never acknowledged it (a live process does within a second).
+    """
+    now = timezone.now()
+    if run.worker_instance and processes.instance_state(run.worker_instance) == "gone":
+        return f"The server process executing this run ({run.worker}) stopped before it finished."
+    if run.heartbeat_at < now - timedelta(seconds=settings.CHAT_RUN_STALE_SECONDS):
+        return DEAD_RUN_ERROR
+    requested = run.cancel_requested_at
+    if requested is not None and run.heartbeat_at < requested and now - requested > timedelta(
+            seconds=CANCEL_ACK_SECONDS):
+        return (f"The server process executing this run ({run.worker}) did not answer the cancel request within "
+                f"{CANCEL_ACK_SECONDS:g} seconds: it is no longer running it.")
+    return None
+
+
+def run_end_if_orphaned(*, run_id) -> tuple[str | None, int | None]:
+    """Fail the run if its process is gone (see run_orphan_reason): (its status, the new last seq when failed)."""
+    run = ChatRun.objects.filter(pk=run_id).first()
+    if run is None or run.status != ChatRun.Status.RUNNING:
+        return (run.status if run else None), None
+    reason = run_orphan_reason(run=run)
+    if reason is None:
+        return run.status, None
+    last_seq = run_fail_dead(run=run, error=reason)
+    return ChatRun.Status.FAILED, last_seq
+
+
+def runs_fail_after_restart(*, identity: str, instance: str) -> list[tuple[str, int]]:
+    """Fail the runs a dead predecessor under this process's stable identity left running: (thread, last seq).
+
+    A run of an instance that is still alive on this host is left alone (two processes were given one identity: a
+    misconfiguration, logged); one of another host is the predecessor's, as the identity is this process's alone.
+    """
+    failed = []
+    for run in ChatRun.objects.filter(worker=identity, status=ChatRun.Status.RUNNING).exclude(
+            worker_instance=instance):
+        if processes.instance_state(run.worker_instance) == "alive":
+            log.error("run %s belongs to %s, which is alive although this process (%s) has the same identity %s",
+                      run.pk, run.worker_instance, instance, identity)
+            continue
+        last_seq = run_fail_dead(run=run, error=RESTARTED_ERROR)
+        if last_seq is not None:
+            failed.append((run.thread_id, last_seq))
+    return failed
+
+
 def run_heartbeat(*, run_id, beat: bool) -> tuple[bool, bool]:
-    """Refresh the run's heartbeat (when `beat`); return (cancel requested, still active)."""
+    """Refresh the run's heartbeat (when `beat`, or to acknowledge a cancel); return (cancel requested, active)."""
     if beat:
         ChatRun.objects.filter(pk=run_id, status=ChatRun.Status.RUNNING).update(heartbeat_at=timezone.now())
-    row = ChatRun.objects.filter(pk=run_id).values_list("cancel_requested_at", "status").first()
+    row = ChatRun.objects.filter(pk=run_id).values_list("cancel_requested_at", "status", "heartbeat_at").first()
     if row is None:
         return True, False
-    return row[0] is not None, row[1] == ChatRun.Status.RUNNING
+    requested, status, heartbeat_at = row
+    if requested is not None and heartbeat_at < requested:
+        # The acknowledgement tells a canceller that this process is alive and stopping the run. Never before the
+        # request itself, whatever this host's clock says.
+        ChatRun.objects.filter(pk=run_id, status=ChatRun.Status.RUNNING).update(
+            heartbeat_at=max(timezone.now(), requested))
+    return requested is not None, status == ChatRun.Status.RUNNING
 
 
 def run_cancel_request(*, run: ChatRun) -> ChatRun:
@@ -160,7 +221,8 @@ def run_fail_dead(*, run: ChatRun, error: str = DEAD_RUN_ERROR) -> int | None:
     """Fail a run whose process died, with the root `failed` event clients wait for; the new last seq."""
     if not run_finish(run_id=run.pk, status=ChatRun.Status.FAILED, error=error):
         return None
-    log.warning("run %s of thread %s failed: its process (%s) stopped", run.pk, run.thread_id, run.worker)
+    log.warning("run %s of thread %s failed: its process (%s, %s) stopped", run.pk, run.thread_id, run.worker,
+                run.worker_instance or "instance unknown")
     return events_append(thread_id=run.thread_id, run_id=run.pk,
                          events=[lifecycle_event([], "failed", graph_name="root", error=error)])[-1].seq
 
@@ -178,17 +240,22 @@ def runs_sweep_dead(*, stale_seconds: float) -> list[tuple[str, int]]:
 
 # --- Events --------------------------------------------------------------------------------------------------------
 @transaction.atomic
-def events_append(*, thread_id: str, run_id, events: Sequence[WireEvent]) -> list[StoredEvent]:
+def events_append(*, thread_id: str, run_id, events: Sequence[WireEvent], active_only: bool = False
+                  ) -> list[StoredEvent]:
     """Store events under the next seqs of their thread; return them as stored (with seq and wire payload).
 
     The counter is bumped in the same transaction as the insert: the row lock (PostgreSQL) or the write lock
-    (SQLite) serialises concurrent writers, so seqs never clash across processes.
+    (SQLite) serialises concurrent writers, so seqs never clash across processes. With `active_only`, the run must
+    still be active: nothing follows the terminal event of a run that another process ended.
 
     Raises:
         NotFound: the thread was deleted.
+        RunEnded: `active_only`, and the run has ended.
     """
     if not ChatThread.objects.filter(pk=thread_id).update(last_seq=F("last_seq") + len(events)):
         raise thread_not_found(thread_id)
+    if active_only and not ChatRun.objects.filter(pk=run_id, status=ChatRun.Status.RUNNING).exists():
+        raise RunEnded(run_id)
     last = ChatThread.objects.filter(pk=thread_id).values_list("last_seq", flat=True).get()
     first = last - len(events) + 1
     stored = [StoredEvent(first + i, event.channel, tuple(event.namespace), event.encode(first + i))

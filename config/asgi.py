@@ -1,7 +1,8 @@
 """ASGI entry point: Django for HTTP, with Channels routing in front of it.
 
 `config.routing.http_routes` (the chat protocol's SSE consumers) are matched first; everything
-else goes to Django.
+else goes to Django. Loading it fails the chat runs that this process's predecessor left running
+(chat.runner.fail_runs_of_predecessor): Daphne imports the application before it listens.
 """
 
 from __future__ import annotations
@@ -30,7 +31,14 @@ if settings.SERVE_STATIC:
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
+from chat.runner import fail_runs_of_predecessor  # noqa: E402
 from config.routing import http_routes  # noqa: E402
+from core.sqlite import hold_database_files  # noqa: E402
+
+# Before the server listens: a supervised process restarted under its identity ends its predecessor's runs, and an
+# SQLite database is held open so that it stays readable on a full disk.
+fail_runs_of_predecessor()
+hold_database_files()
 
 application = ProtocolTypeRouter(
     {"http": URLRouter([*http_routes, re_path(r"", django_asgi_app)])}

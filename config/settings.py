@@ -211,7 +211,7 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer",
                                   "CONFIG": {"capacity": env_int("CHANNEL_LAYER_CAPACITY", 100)}}}
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "service_cache"}
+        "default": {"BACKEND": "core.cache.DatabaseCache", "LOCATION": "service_cache"}
     }
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -334,6 +334,12 @@ OAUTH_FRONTEND_CALLBACK_URL = env_str("OAUTH_FRONTEND_CALLBACK_URL", f"{PUBLIC_B
 OAUTH_FLOW_TTL_SECONDS = env_int("OAUTH_FLOW_TTL_SECONDS", 600)
 OAUTH_TOKEN_CONNECT_TIMEOUT_SECONDS = float(env_str("OAUTH_TOKEN_CONNECT_TIMEOUT_SECONDS", "5"))
 OAUTH_TOKEN_READ_TIMEOUT_SECONDS = float(env_str("OAUTH_TOKEN_READ_TIMEOUT_SECONDS", "10"))
+
+# This process's stable identity, which outlives a restart: `serve` sets it for each child it supervises
+# ("host:serve-<port>:web-0"). A process that starts with one fails at once the chat runs its dead predecessor
+# left running (core/processes.py). Another supervisor may set a unique, stable name per process; unset, the
+# process gets a unique name and the sweeper fails what it leaves behind.
+PROCESS_IDENTITY = env_str("PROCESS_IDENTITY")
 
 # Background work (run_worker).
 WORKER_LEASE_SECONDS = env_int("WORKER_LEASE_SECONDS", 60)

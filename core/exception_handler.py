@@ -9,11 +9,12 @@ from __future__ import annotations
 import logging
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.db import OperationalError
 from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from core.exceptions import RequestValidationError, ServiceError
+from core.exceptions import RequestValidationError, ServiceError, ServiceUnavailable
 
 log = logging.getLogger("core.errors")
 
@@ -55,6 +56,11 @@ def handle_exception(exc, context) -> Response:
         return validation_response(flatten_errors(exc.detail, ["body"]))
     if isinstance(exc, drf.ParseError):
         return validation_response([{"loc": ["body"], "msg": str(exc.detail), "type": "json_invalid"}])
+    if isinstance(exc, OperationalError):
+        exc = database_unavailable(exc)
+    if isinstance(exc, ServiceUnavailable):
+        log.error("503 on %s %s: %s", *_request_line(context), exc.detail)
+        return Response({"detail": exc.detail}, status=503, headers={"Retry-After": str(exc.retry_after_seconds)})
     if isinstance(exc, ServiceError):
         return Response({"detail": exc.detail}, status=exc.status_code)
     if isinstance(exc, Http404):
@@ -63,9 +69,20 @@ def handle_exception(exc, context) -> Response:
         exc = drf.PermissionDenied()
     if isinstance(exc, drf.APIException):
         return _api_exception_response(exc)
-    request = context.get("request")
-    log.exception("Unhandled error on %s %s", getattr(request, "method", "?"), getattr(request, "path", "?"))
+    log.exception("Unhandled error on %s %s", *_request_line(context))
     return Response({"detail": "Internal Server Error"}, status=500)
+
+
+def database_unavailable(exc: Exception, what: str = "The request") -> ServiceUnavailable:
+    """A database that cannot be used right now (full disk, lost connection, lock timeout) as a 503 to retry."""
+    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+    return ServiceUnavailable(f"{what} could not be completed because the database is unavailable ({reason}); "
+                              f"retry later.")
+
+
+def _request_line(context) -> tuple[str, str]:
+    request = context.get("request")
+    return getattr(request, "method", "?"), getattr(request, "path", "?")
 
 
 def _api_exception_response(exc: drf.APIException) -> Response:

@@ -38,6 +38,14 @@ class PayloadTooLarge(ServiceError):
     default_detail = "Request body is too large."
 
 
+class ServiceUnavailable(ServiceError):
+    """The request could not be served now (e.g. the database refuses writes); the client should retry later."""
+
+    status_code = 503
+    default_detail = "The service is temporarily unavailable; retry later."
+    retry_after_seconds = 5
+
+
 class RequestValidationError(Exception):
     """A 422 in FastAPI's shape: `errors` is a list of {loc, msg, type}."""
 

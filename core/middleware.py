@@ -7,6 +7,7 @@ import re
 
 from django.conf import settings
 from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
+from django.db import OperationalError
 from django.http import Http404, JsonResponse
 
 log = logging.getLogger("core.errors")
@@ -86,5 +87,12 @@ class JsonErrorPagesMiddleware:
             return None
         if _is_browser_route(request.path) and settings.DEBUG:
             return None
+        if isinstance(exception, OperationalError):
+            from core.exception_handler import database_unavailable
+
+            unavailable = database_unavailable(exception)
+            log.error("503 on %s %s: %s", request.method, request.path, unavailable.detail)
+            return JsonResponse({"detail": unavailable.detail}, status=503,
+                                headers={"Retry-After": str(unavailable.retry_after_seconds)})
         log.exception("Unhandled error on %s %s", request.method, request.path)
         return JsonResponse({"detail": "Internal Server Error"}, status=500)

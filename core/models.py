@@ -56,3 +56,13 @@ class PeriodicLease(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class HealthProbe(models.Model):
+    """One tiny row `/healthz` rewrites: a database that answers reads may still refuse writes (a full disk)."""
+
+    name = models.CharField(max_length=64, primary_key=True)
+    written_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.name

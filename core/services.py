@@ -13,7 +13,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from core.models import Job, PeriodicLease
+from core.models import HealthProbe, Job, PeriodicLease
 
 
 def job_enqueue(*, kind: str, payload: dict | None = None, queue: str | None = None,
@@ -102,3 +102,10 @@ def periodic_release(*, name: str, worker_id: str, error: str = "") -> None:
     PeriodicLease.objects.filter(name=name, lease_owner=worker_id).update(
         lease_owner="", lease_expires_at=None, last_finished_at=timezone.now(), last_error=error[:4000]
     )
+
+
+def health_probe_write() -> None:
+    """Commit a one-row write: raises the database's error when it can be read but not written (a full disk)."""
+    with transaction.atomic():
+        if not HealthProbe.objects.filter(pk="healthz").update(written_at=timezone.now()):
+            HealthProbe.objects.get_or_create(pk="healthz")

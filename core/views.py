@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from django.db import connection
+import logging
+
+from django.db import DatabaseError, connection
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
+
+from core.services import health_probe_write
+
+log = logging.getLogger("core.health")
 
 
 def method_routes(**views):
@@ -26,11 +32,21 @@ def method_routes(**views):
 
 
 def healthz(request):
-    """200 when the database answers, 503 when it does not."""
+    """200 when the database answers and accepts a write; 503 with the reason when it does not."""
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
             cursor.fetchone()
     except Exception:
         return JsonResponse({"status": "unavailable", "database": "unreachable"}, status=503)
+    try:
+        health_probe_write()
+    except DatabaseError as exc:
+        reason = _first_line(exc)
+        log.error("health check: the database refuses writes: %s", reason)
+        return JsonResponse({"status": "unavailable", "database": "not writable", "reason": reason}, status=503)
     return JsonResponse({"status": "ok", "database": "ok"})
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]

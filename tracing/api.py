@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.db import OperationalError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -11,7 +12,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.exception_handler import flatten_errors
+from core.exception_handler import database_unavailable, flatten_errors
 from core.exceptions import RequestValidationError
 from core.pagination import MAX_OFFSET, limit_field, offset_field
 from tracing import selectors, services, wire
@@ -111,7 +112,11 @@ class _IngestApi(APIView):
                     ops.append(op)
             if errors:
                 raise RequestValidationError(errors)
-        result = services.runs_ingest(workspace=workspace, ops=ops, stopwatch=stopwatch)
+        try:
+            result = services.runs_ingest(workspace=workspace, ops=ops, stopwatch=stopwatch)
+        except OperationalError as exc:
+            # A batch is one transaction: nothing of it is stored, and a 5xx makes the SDK send it again.
+            raise database_unavailable(exc, "The batch was not stored: it") from exc
         stopwatch.record(route=request.path, encoding=request.headers.get("Content-Encoding", "identity"),
                          runs=len(ops), bytes=len(body))
         return Response({"post": result.posts, "patch": result.patches, "ignored_parts": batch.ignored_parts},

@@ -1,16 +1,25 @@
-"""Run the whole service: migrate, ensure the demo workspace, then supervise Daphne and a worker."""
+"""Run the whole service: migrate, ensure the demo workspace, then supervise Daphne and a worker.
+
+Each child gets a stable identity (PROCESS_IDENTITY, "host:serve-<port>:web-0") that its restart keeps, so a
+restarted Daphne fails the chat runs its killed predecessor owned before it accepts requests. One `serve` per host
+and port holds a lock for as long as it runs: two live processes never share an identity.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from accounts.services import admin_user_ensure, demo_credentials_ensure
 
@@ -20,14 +29,15 @@ BASE_DIR = Path(settings.BASE_DIR)
 class Child:
     """One supervised child process, restarted with a growing delay when it crashes."""
 
-    def __init__(self, name: str, argv: list[str], out):
-        self.name, self.argv, self.out = name, argv, out
+    def __init__(self, name: str, argv: list[str], out, identity: str):
+        self.name, self.argv, self.out, self.identity = name, argv, out, identity
         self.process: subprocess.Popen | None = None
         self.restarts = 0
         self.next_start = 0.0
 
     def start(self) -> None:
-        self.process = subprocess.Popen(self.argv, cwd=BASE_DIR)
+        self.process = subprocess.Popen(self.argv, cwd=BASE_DIR,
+                                        env={**os.environ, "PROCESS_IDENTITY": self.identity})
         self.out.write(f"started {self.name} (pid {self.process.pid})\n")
 
     def supervise(self) -> None:
@@ -62,12 +72,14 @@ class Command(BaseCommand):
         parser.add_argument("--no-setup", action="store_true", help="Skip migrations and the demo data.")
 
     def handle(self, *args, host, port, workers, no_setup, **options):
+        lock = _hold_port_lock(port)
         if not no_setup:
             self._setup()
+        prefix = f"{socket.gethostname()}:serve-{port}"
         children = [Child("daphne", [sys.executable, "-m", "daphne", "-b", host, "-p", str(port),
-                                     "config.asgi:application"], self.stdout)]
-        children += [Child(f"worker-{i + 1}", [sys.executable, "manage.py", "run_worker"], self.stdout)
-                     for i in range(workers)]
+                                     "config.asgi:application"], self.stdout, f"{prefix}:web-0")]
+        children += [Child(f"worker-{i + 1}", [sys.executable, "manage.py", "run_worker"], self.stdout,
+                           f"{prefix}:worker-{i + 1}") for i in range(workers)]
         stopping = []
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stopping.append(True))
@@ -82,6 +94,7 @@ class Command(BaseCommand):
         for child in children:
             child.stop(timeout=15)
         self.stdout.write("stopped\n")
+        lock.close()
 
     def _setup(self) -> None:
         call_command("migrate", interactive=False, verbosity=0)
@@ -94,3 +107,15 @@ class Command(BaseCommand):
             self.stdout.write(f"Admin user:     {username} / {password} (shown once)\n")
         else:
             self.stdout.write(f"Admin user:     {username} (password unchanged)\n")
+
+
+def _hold_port_lock(port: int):
+    """An exclusive lock on this host's `serve` for `port`, held until the file is closed (or the process dies)."""
+    path = Path(tempfile.gettempdir()) / f"agent-ops-serve-{port}.lock"
+    lock = open(path, "a")  # noqa: SIM115 - held for the command's lifetime
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        raise CommandError(f"Another `serve` on this host already uses port {port} ({path} is locked).") from None
+    return lock

@@ -16,7 +16,7 @@ class WorkspaceAdmin(admin.ModelAdmin):
     search_fields = ["name", "=id"]
     readonly_fields = ["id", "created_at"]
 
-    @admin.display(description="id", ordering="id")
+    @admin.display(description="id")
     def short(self, obj):
         return short_id(obj.id)
 

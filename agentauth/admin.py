@@ -112,7 +112,7 @@ class AuthFlowAdmin(ReadOnlyAdmin):
     readonly_fields = fields
     allow_delete = True  # finished or stale flows may be removed
 
-    @admin.display(description="flow", ordering="id")
+    @admin.display(description="flow")
     def short(self, obj):
         return short_id(obj.id)
 

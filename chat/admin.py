@@ -34,7 +34,7 @@ class ChatThreadAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         return False
 
-    @admin.display(description="thread", ordering="id")
+    @admin.display(description="thread")
     def short(self, obj):
         return short_id(obj.id)
 
@@ -60,7 +60,7 @@ class ChatRunAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         return False
 
-    @admin.display(description="run", ordering="id")
+    @admin.display(description="run")
     def short(self, obj):
         return short_id(obj.id)
 

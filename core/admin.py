@@ -12,11 +12,17 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 from django.utils.timesince import timesince
 
 from core.exceptions import RequestValidationError, ServiceError
 
 SHORT_ID = 8
+# Two overlapping sheets (no icon font: the admin's fonts have no copy glyph).
+COPY_ICON = mark_safe(
+    '<svg viewBox="0 0 16 16" aria-hidden="true" fill="none" stroke="currentColor" stroke-width="1.5">'
+    '<rect x="5.5" y="5.5" width="8" height="8" rx="1.5"/><path d="M10.5 3.5v-1a1 1 0 0 0-1-1h-6a1 1 0 0 0-1 1v6'
+    'a1 1 0 0 0 1 1h1"/></svg>')
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -166,8 +172,8 @@ def short_id(value, url: str | None = None):
         shown = format_html('<a href="{}" class="short-id" title="{}">{}</a>', url, full, label)
     else:
         shown = format_html('<span class="short-id" title="{}">{}</span>', full, label)
-    return format_html('{}<button type="button" class="copy-id" data-copy="{}" title="Copy {}" '
-                       'aria-label="Copy the whole id">⧉</button>', shown, full, full)
+    return format_html('<span class="id-cell">{}<button type="button" class="copy-id" data-copy="{}" title="Copy {}" '
+                       'aria-label="Copy the whole id">{}</button></span>', shown, full, full, COPY_ICON)
 
 
 def ago(moment):

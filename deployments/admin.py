@@ -31,6 +31,12 @@ def revision_status(revision: Revision, active_revision_id) -> tuple[str, str]:
     return revision.status, STATUS_CLASS.get(revision.status, "busy")
 
 
+def revision_message(revision: Revision, active_revision_id) -> str:
+    if revision.status == S.DEPLOYED and revision.id != active_revision_id:
+        return "No longer served: a newer revision replaced it."
+    return revision.status_message
+
+
 def revision_badge(revision: Revision, active_revision_id):
     label, css = revision_status(revision, active_revision_id)
     return format_html('<span class="status status-{}" title="{}">{}</span>', css, revision.status_message or label,
@@ -55,7 +61,7 @@ class RevisionInline(admin.TabularInline):
 
     @admin.display(description="message")
     def message(self, obj):
-        return clipped(obj.status_message, 60)
+        return clipped(revision_message(obj, obj.deployment.active_revision_id), 60)
 
     @admin.display(description="created")
     def created(self, obj):
@@ -91,7 +97,7 @@ class DeploymentAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
     @admin.display(description="URL")
     def url(self, obj):
         url = services.custom_url(obj)
-        return format_html('<a href="{}" class="clipped" title="{}" target="_blank" rel="noopener">open ↗</a>',
+        return format_html('<a href="{}" class="keep-whole" title="{}" target="_blank" rel="noopener">open ↗</a>',
                            url, url)
 
     @admin.display(description="serving")
@@ -163,7 +169,7 @@ class RevisionAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
                    "source", "deployment__workspace"]
     search_fields = ["=id", "deployment__name"]
     list_select_related = ["deployment"]
-    fields = ["id", "deployment", "number", "honest_status", "status_message", "source", "repo_url",
+    fields = ["id", "deployment", "number", "honest_status", "message", "source", "repo_url",
               "repo_ref", "repo_commit_sha", "langgraph_config_path", "source_tarball_path", "serving_host",
               "serving_port", "serving_pid", "created_at", "updated_at", "build_log", "deploy_log"]
     readonly_fields = fields
@@ -175,7 +181,7 @@ class RevisionAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
 
     @admin.display(description="message")
     def message(self, obj):
-        return clipped(obj.status_message, 50)
+        return clipped(revision_message(obj, obj.deployment.active_revision_id), 50)
 
     @admin.display(description="created", ordering="created_at")
     def created(self, obj):

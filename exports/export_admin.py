@@ -87,10 +87,11 @@ def _retried(count: int) -> str:
 
 @admin.register(BulkExport)
 class BulkExportAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
-    list_display = ["short", "export_status", "workspace", "session", "destination", "window", "progress", "created"]
+    list_display = ["short", "export_status", "workspace", "project", "destination_name", "window", "progress",
+                    "created"]
     list_display_links = ["short"]
     list_filter = [health_filter(failing=("Failing", export_selectors.export_list_failing)), "status", "workspace",
-                   ("destination", admin.RelatedOnlyFieldListFilter), "format_version", "compression"]
+                   ("destination", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["workspace", "session", "destination"]
     search_fields = ["=id", "session__name", "destination__display_name"]
     readonly_fields = ["id", "workspace", "destination", "session", "status", "start_time", "end_time", "filter",
@@ -105,7 +106,7 @@ class BulkExportAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
             _done=Count("runs", filter=Q(runs__status=ExportStatus.COMPLETED)),
             _failed=Count("runs", filter=Q(runs__status__in=BAD)))
 
-    @admin.display(description="export", ordering="id")
+    @admin.display(description="export")
     def short(self, obj):
         return short_id(obj.id)
 
@@ -113,11 +114,21 @@ class BulkExportAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
     def export_status(self, obj):
         return status_badge(obj.status)
 
+    @admin.display(description="project", ordering="session__name")
+    def project(self, obj):
+        return clipped(obj.session.name, 30)
+
+    @admin.display(description="destination", ordering="destination__display_name")
+    def destination_name(self, obj):
+        return clipped(obj.destination.display_name, 36)
+
     @admin.display(description="window", ordering="start_time")
     def window(self, obj):
+        start = f"{obj.start_time:%d %b %Y}"
         if obj.is_scheduled:
-            return f"every {obj.interval_hours} h from {obj.start_time:%Y-%m-%d}"
-        return f"{obj.start_time:%Y-%m-%d} → {obj.end_time:%Y-%m-%d}"
+            return format_html('every {} h from <span class="keep-whole">{}</span>', obj.interval_hours, start)
+        return format_html('<span class="keep-whole">{}</span> → <span class="keep-whole">{}</span>',
+                           start, f"{obj.end_time:%d %b %Y}")
 
     @admin.display(description="progress")
     def progress(self, obj):
@@ -174,7 +185,7 @@ class BulkExportRunAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
                        "latest_cursor", "pending_key", "created_at", "updated_at"]
     actions = ["cancel_exports", "retry_runs"]
 
-    @admin.display(description="run", ordering="id")
+    @admin.display(description="run")
     def short(self, obj):
         return short_id(obj.id)
 

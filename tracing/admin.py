@@ -24,7 +24,7 @@ class TracingProjectAdmin(ReadOnlyAdmin):
     fields = ["id", "name", "workspace", "created_at", "runs_link"]
     readonly_fields = fields
 
-    @admin.display(description="id", ordering="id")
+    @admin.display(description="id")
     def short(self, obj):
         return short_id(obj.id)
 

@@ -95,7 +95,8 @@ def test_saving_the_change_page_keeps_the_credentials_and_says_so(admin_client, 
     page = admin_client.get(url).content.decode()
     assert "revision 1: access_key_id, secret_access_key" in page and 'type="password"' not in page
     response = admin_client.post(url, {"_save": "Save"}, follow=True)
-    assert "Nothing was changed" in response.content.decode() and "changed successfully" not in response.content.decode()
+    text = response.content.decode()
+    assert "Nothing was changed" in text and "changed successfully" not in text
     destination.refresh_from_db()
     assert destination.credentials_revision == 1 and CredentialVersion.objects.count() == 1
 

@@ -7,7 +7,7 @@ from django.contrib import admin
 
 from agentauth import services
 from agentauth.models import AuthFlow, OAuthProvider, OAuthToken
-from core.admin import ReadOnlyAdmin, ago, clipped, short_id
+from core.admin import ReadOnlyAdmin, ago, clipped, short_id_link
 from core.exceptions import RequestValidationError, ServiceError
 
 
@@ -102,7 +102,7 @@ class OAuthTokenAdmin(ReadOnlyAdmin):
 @admin.register(AuthFlow)
 class AuthFlowAdmin(ReadOnlyAdmin):
     list_display = ["short", "provider", "user_id", "agent_id", "status", "failure", "created", "expires"]
-    list_display_links = ["short"]
+    list_display_links = None
     list_filter = ["status", "workspace"]
     list_select_related = ["provider"]
     search_fields = ["id", "user_id", "agent_id"]
@@ -114,7 +114,7 @@ class AuthFlowAdmin(ReadOnlyAdmin):
 
     @admin.display(description="flow")
     def short(self, obj):
-        return short_id(obj.id)
+        return short_id_link(obj)
 
     @admin.display(description="error")
     def failure(self, obj):

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from chat.models import ChatEvent, ChatRun, ChatThread
 from chat.selectors import run_list_stale
-from core.admin import ago, clipped, health_filter, short_id
+from core.admin import ago, clipped, health_filter, short_id, short_id_link
 
 
 class ChatRunInline(admin.TabularInline):
@@ -23,7 +23,7 @@ class ChatRunInline(admin.TabularInline):
 @admin.register(ChatThread)
 class ChatThreadAdmin(admin.ModelAdmin):
     list_display = ["short", "title", "owner", "last_seq", "updated"]
-    list_display_links = ["short"]
+    list_display_links = None
     list_filter = ["owner_kind", "has_state", "workspace"]
     list_select_related = ["workspace", "user"]
     search_fields = ["=id", "title"]
@@ -36,7 +36,7 @@ class ChatThreadAdmin(admin.ModelAdmin):
 
     @admin.display(description="thread")
     def short(self, obj):
-        return short_id(obj.id)
+        return short_id_link(obj)
 
     @admin.display(description="owner", ordering="owner_kind")
     def owner(self, obj):
@@ -50,7 +50,7 @@ class ChatThreadAdmin(admin.ModelAdmin):
 @admin.register(ChatRun)
 class ChatRunAdmin(admin.ModelAdmin):
     list_display = ["short", "thread_link", "status", "worker", "heartbeat", "created", "finished", "failure"]
-    list_display_links = ["short"]
+    list_display_links = None
     list_filter = [health_filter(stuck=("Stuck (no heartbeat)", run_list_stale)), "status"]
     list_select_related = ["thread"]
     search_fields = ["=id", "=thread__id"]
@@ -62,7 +62,7 @@ class ChatRunAdmin(admin.ModelAdmin):
 
     @admin.display(description="run")
     def short(self, obj):
-        return short_id(obj.id)
+        return short_id_link(obj)
 
     @admin.display(description="thread")
     def thread_link(self, obj):
@@ -88,6 +88,7 @@ class ChatRunAdmin(admin.ModelAdmin):
 @admin.register(ChatEvent)
 class ChatEventAdmin(admin.ModelAdmin):
     list_display = ["thread_short", "seq", "channel", "run_short"]
+    list_display_links = ["seq"]
     list_filter = ["channel"]
     list_select_related = ["thread", "run"]
     search_fields = ["=thread__id"]

@@ -176,6 +176,15 @@ def short_id(value, url: str | None = None):
                        'aria-label="Copy the whole id">{}</button></span>', shown, full, full, COPY_ICON)
 
 
+def short_id_link(obj):
+    """The object's short id as the link to its own page (for lists whose first column is the id).
+
+    Lists using it set `list_display_links = None`: Django's own link would wrap the copy button in the link.
+    """
+    opts = obj._meta
+    return short_id(obj.pk, reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk]))
+
+
 def ago(moment):
     """'3 min ago' (or 'in 3 min'), the exact time on hover."""
     if moment is None:

@@ -264,6 +264,9 @@ class DestinationAdmin(ObjectButtonsMixin, admin.ModelAdmin):
     def save_related(self, request, form, formsets, change):
         """Nothing to save: the service already wrote the destination and its credential version."""
 
+    def log_change(self, request, obj, message):
+        """Saving the change page writes nothing, so it leaves no "changed" entry in the history either."""
+
     # --- rotation: its own page ---------------------------------------------------------------------------
 
     def get_urls(self):

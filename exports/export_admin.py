@@ -10,7 +10,16 @@ from django.db.models import Count, Q, Sum
 from django.urls import reverse
 from django.utils.html import format_html
 
-from core.admin import ObjectButton, ObjectButtonsMixin, ReadOnlyAdmin, ago, clipped, health_filter, short_id
+from core.admin import (
+    ObjectButton,
+    ObjectButtonsMixin,
+    ReadOnlyAdmin,
+    ago,
+    clipped,
+    health_filter,
+    short_id,
+    short_id_link,
+)
 from core.exceptions import ServiceError
 from exports import export_selectors, export_services
 from exports.models import UNFINISHED_EXPORT, BulkExport, BulkExportRun, ExportStatus
@@ -89,7 +98,7 @@ def _retried(count: int) -> str:
 class BulkExportAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
     list_display = ["short", "export_status", "workspace", "project", "destination_name", "window", "progress",
                     "created"]
-    list_display_links = ["short"]
+    list_display_links = None
     list_filter = [health_filter(failing=("Failing", export_selectors.export_list_failing)), "status", "workspace",
                    ("destination", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["workspace", "session", "destination"]
@@ -108,7 +117,7 @@ class BulkExportAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
 
     @admin.display(description="export")
     def short(self, obj):
-        return short_id(obj.id)
+        return short_id_link(obj)
 
     @admin.display(description="status", ordering="status")
     def export_status(self, obj):
@@ -174,7 +183,7 @@ class BulkExportAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
 class BulkExportRunAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
     list_display = ["short", "export", "day", "run_status", "rows_written", "files", "retry_number", "error",
                     "started"]
-    list_display_links = ["short"]
+    list_display_links = None
     list_filter = [health_filter(stuck=("Stuck past its lease", export_selectors.run_list_stuck)), "status",
                    ("bulk_export__workspace", admin.RelatedOnlyFieldListFilter),
                    ("bulk_export__destination", admin.RelatedOnlyFieldListFilter)]
@@ -187,7 +196,7 @@ class BulkExportRunAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
 
     @admin.display(description="run")
     def short(self, obj):
-        return short_id(obj.id)
+        return short_id_link(obj)
 
     @admin.display(description="export")
     def export(self, obj):
@@ -220,11 +229,11 @@ class BulkExportRunAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
         export = obj.bulk_export
         if export.status not in UNFINISHED_EXPORT:
             return []
-        others = export.runs.exclude(id=obj.id).filter(status__in=(ExportStatus.CREATED, ExportStatus.RUNNING))
+        others = export.runs.exclude(id=obj.id).filter(status__in=(ExportStatus.CREATED, ExportStatus.RUNNING)).count()
         return [ObjectButton("cancel", "Cancel", danger=True, confirm=(
             f"Runs are cancelled with their export, as in the API: this cancels export {export.id} — this run and "
-            f"its {others.count()} other unfinished run(s). Waiting runs end at once, running runs stop at their "
-            f"next batch; files already written stay in the bucket."))]
+            f"{others} other unfinished run{'' if others == 1 else 's'}. Waiting runs end at once, running runs "
+            "stop at their next batch; files already written stay in the bucket."))]
 
     def button_cancel(self, request, obj):
         return f"{obj.bulk_export}: {_cancel(obj.bulk_export)}"

@@ -27,11 +27,11 @@ def workspace(name: str = "research-and-evaluation-workspace"):
     return workspace_create(name=name)
 
 
-def destination(s3, ws, *, name: str = LONG_NAME, user: str = "writer") -> Destination:
-    """A destination on the moto server whose credentials may write to the bucket (created if missing)."""
+def destination(s3, ws, *, name: str = LONG_NAME, user: str = "writer", actions=WRITE_ACTIONS) -> Destination:
+    """A destination on the moto server whose credentials may do `actions` in the bucket (created if missing)."""
     if BUCKET not in [b["Name"] for b in s3.client().list_buckets()["Buckets"]]:
         s3.create_bucket(BUCKET)
-    credentials = s3.create_user(f"{user}-{uuid.uuid4().hex[:6]}", [allow(WRITE_ACTIONS, BUCKET)])
+    credentials = s3.create_user(f"{user}-{uuid.uuid4().hex[:6]}", [allow(actions, BUCKET)])
     config = {"bucket_name": BUCKET, "prefix": "exports", "endpoint_url": s3.endpoint, "region": None,
               "include_bucket_in_prefix": True, "config_kwargs_s3": {"addressing_style": "path"}}
     return services.destination_create(workspace=ws, display_name=name, config=config,

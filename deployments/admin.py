@@ -83,7 +83,7 @@ def _run(model_admin, request, operation, success: str) -> None:
 
 @admin.register(Deployment)
 class DeploymentAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
-    list_display = ["name", "workspace", "source", "status", "serving", "latest", "url", "created"]
+    list_display = ["name", "workspace", "source", "status", "serving", "latest", "open_link", "created"]
     list_filter = ["status", "source", "workspace"]
     search_fields = ["name", "=id"]
     list_select_related = ["workspace", "active_revision", "latest_revision"]
@@ -95,10 +95,15 @@ class DeploymentAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
     actions = ["redeploy_active", "delete_deployments"]
 
     @admin.display(description="URL")
-    def url(self, obj):
+    def open_link(self, obj):
         url = services.custom_url(obj)
         return format_html('<a href="{}" class="keep-whole" title="{}" target="_blank" rel="noopener">open ↗</a>',
                            url, url)
+
+    @admin.display(description="URL")
+    def url(self, obj):
+        url = services.custom_url(obj)
+        return format_html('<a href="{}" target="_blank" rel="noopener">{}</a>', url, url)
 
     @admin.display(description="serving")
     def serving(self, obj):
@@ -136,12 +141,12 @@ class DeploymentAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
     def button_redeploy(self, request, obj):
         revision = obj.active_revision or obj.latest_revision
         deployment = services.revision_redeploy(deployment=obj, revision=revision)
-        return (f"{obj.name}: redeploy of revision #{revision.number} queued as revision "
+        return (f"Deployment “{obj.name}”: redeploy of revision #{revision.number} queued as revision "
                 f"#{deployment.latest_revision.number}.")
 
     def button_delete(self, request, obj):
         services.deployment_delete(deployment=obj)
-        return f"{obj.name}: deletion queued (the URL no longer answers)."
+        return f"Deployment “{obj.name}”: deletion queued (its URL no longer answers)."
 
     # --- list actions ------------------------------------------------------------------------------------------
 

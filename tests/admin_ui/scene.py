@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from accounts.services import api_key_create, workspace_create
 from chat.models import ChatRun, ChatThread
+from core.exceptions import ServiceError
 from core.models import Job
 from core.services import job_enqueue
 from deployments import services as deployment_services
@@ -31,11 +32,31 @@ def destination(s3, ws, *, name: str = LONG_NAME, user: str = "writer", actions=
     """A destination on the moto server whose credentials may do `actions` in the bucket (created if missing)."""
     if BUCKET not in [b["Name"] for b in s3.client().list_buckets()["Buckets"]]:
         s3.create_bucket(BUCKET)
-    credentials = s3.create_user(f"{user}-{uuid.uuid4().hex[:6]}", [allow(actions, BUCKET)])
+    iam_user = f"{user}-{uuid.uuid4().hex[:6]}"
+    credentials = s3.create_user(iam_user, [allow(actions, BUCKET)])
     config = {"bucket_name": BUCKET, "prefix": "exports", "endpoint_url": s3.endpoint, "region": None,
               "include_bucket_in_prefix": True, "config_kwargs_s3": {"addressing_style": "path"}}
-    return services.destination_create(workspace=ws, display_name=name, config=config,
-                                       credentials=credentials.as_dict())
+    created = services.destination_create(workspace=ws, display_name=name, config=config,
+                                          credentials=credentials.as_dict())
+    created.iam_user = iam_user
+    return created
+
+
+def failing_destination(s3, ws) -> Destination:
+    """A destination whose credentials lost their permissions, re-validated (which failed and was recorded)."""
+    broken = destination(s3, ws, name="Archive whose credentials lost their policy", user="broken")
+    s3.client("iam").delete_user_policy(UserName=broken.iam_user, PolicyName=f"{broken.iam_user}-policy")
+    s3.set_auth_enforced(True)
+    try:
+        services.destination_validate(destination=broken)
+    except ServiceError:
+        pass
+    else:
+        raise AssertionError("the test write should have been refused")
+    finally:
+        s3.set_auth_enforced(False)
+    broken.refresh_from_db()
+    return broken
 
 
 def project(ws, *, days: int = 2) -> TracingProject:

@@ -87,5 +87,5 @@ def test_lists_show_short_ids_relative_dates_and_hide_deleted_destinations(popul
     statuses = page.locator("#result_list td.field-honest_status").all_inner_texts()
     assert sorted(statuses) == ["BUILD_FAILED", "Replaced", "Serving"]
     page.goto(f"{base}/admin/deployments/deployment/")
-    link = page.locator("#result_list td.field-url a")
+    link = page.locator("#result_list td.field-open_link a")
     assert link.get_attribute("href") == f"{base}/deployments/{populated['workspace'].deployments.get().id}"

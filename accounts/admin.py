@@ -7,13 +7,22 @@ from django.utils import timezone
 from accounts import services
 from accounts.models import ApiKey, Workspace
 from accounts.permissions import ALL_PERMISSIONS
+from core.admin import ago, short_id
 
 
 @admin.register(Workspace)
 class WorkspaceAdmin(admin.ModelAdmin):
-    list_display = ["name", "id", "created_at"]
-    search_fields = ["name", "id"]
+    list_display = ["name", "short", "created"]
+    search_fields = ["name", "=id"]
     readonly_fields = ["id", "created_at"]
+
+    @admin.display(description="id")
+    def short(self, obj):
+        return short_id(obj.id)
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj):
+        return ago(obj.created_at)
 
 
 class ApiKeyCreateForm(forms.ModelForm):
@@ -28,7 +37,7 @@ class ApiKeyCreateForm(forms.ModelForm):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "prefix", "status", "created_at", "expires_at", "revoked_at"]
+    list_display = ["__str__", "prefix", "status", "created", "expires", "revoked"]
     list_filter = ["revoked_at", "workspaces"]
     search_fields = ["name", "prefix"]
     filter_horizontal = ["workspaces"]
@@ -51,6 +60,18 @@ class ApiKeyAdmin(admin.ModelAdmin):
     @admin.display(description="workspaces")
     def workspaces_list(self, obj):
         return ", ".join(w.name for w in obj.workspaces.all())
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj):
+        return ago(obj.created_at)
+
+    @admin.display(description="expires", ordering="expires_at")
+    def expires(self, obj):
+        return ago(obj.expires_at)
+
+    @admin.display(description="revoked", ordering="revoked_at")
+    def revoked(self, obj):
+        return ago(obj.revoked_at)
 
     @admin.display(description="status")
     def status(self, obj):

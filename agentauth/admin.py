@@ -7,7 +7,7 @@ from django.contrib import admin
 
 from agentauth import services
 from agentauth.models import AuthFlow, OAuthProvider, OAuthToken
-from core.admin import ReadOnlyAdmin
+from core.admin import ReadOnlyAdmin, ago, clipped, short_id_link
 from core.exceptions import RequestValidationError, ServiceError
 
 
@@ -45,13 +45,21 @@ class ProviderForm(forms.ModelForm):
 @admin.register(OAuthProvider)
 class OAuthProviderAdmin(admin.ModelAdmin):
     form = ProviderForm
-    list_display = ["provider_id", "name", "workspace", "client_id", "uses_pkce", "created_at"]
+    list_display = ["provider_id", "name", "workspace", "client", "uses_pkce", "created"]
     list_filter = ["workspace", "uses_pkce"]
     list_select_related = ["workspace"]
     search_fields = ["provider_id", "name", "client_id"]
 
     def get_readonly_fields(self, request, obj=None):
         return ["workspace", "provider_id"] if obj else []
+
+    @admin.display(description="client id", ordering="client_id")
+    def client(self, obj):
+        return clipped(obj.client_id, 30)
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj):
+        return ago(obj.created_at)
 
     def save_model(self, request, obj, form, change):
         data = {name: form.cleaned_data[name] for name in services.PROVIDER_FIELDS if name in form.cleaned_data}
@@ -68,7 +76,7 @@ class OAuthProviderAdmin(admin.ModelAdmin):
 
 @admin.register(OAuthToken)
 class OAuthTokenAdmin(ReadOnlyAdmin):
-    list_display = ["user_id", "agent_id", "provider", "workspace", "expires_at", "has_refresh_token", "updated_at"]
+    list_display = ["user_id", "agent_id", "provider", "workspace", "expires", "has_refresh_token", "updated"]
     list_filter = ["workspace", "provider"]
     list_select_related = ["provider", "workspace"]
     search_fields = ["user_id", "agent_id", "provider__provider_id"]
@@ -82,10 +90,19 @@ class OAuthTokenAdmin(ReadOnlyAdmin):
     def has_refresh_token(self, obj):
         return bool(obj.refresh_token)
 
+    @admin.display(description="expires", ordering="expires_at")
+    def expires(self, obj):
+        return ago(obj.expires_at)
+
+    @admin.display(description="updated", ordering="updated_at")
+    def updated(self, obj):
+        return ago(obj.updated_at)
+
 
 @admin.register(AuthFlow)
 class AuthFlowAdmin(ReadOnlyAdmin):
-    list_display = ["id", "provider", "user_id", "agent_id", "status", "error", "created_at", "expires_at"]
+    list_display = ["short", "provider", "user_id", "agent_id", "status", "failure", "created", "expires"]
+    list_display_links = None
     list_filter = ["status", "workspace"]
     list_select_related = ["provider"]
     search_fields = ["id", "user_id", "agent_id"]
@@ -94,3 +111,19 @@ class AuthFlowAdmin(ReadOnlyAdmin):
               "expires_at", "started_at", "state_used_at", "completed_at"]
     readonly_fields = fields
     allow_delete = True  # finished or stale flows may be removed
+
+    @admin.display(description="flow")
+    def short(self, obj):
+        return short_id_link(obj)
+
+    @admin.display(description="error")
+    def failure(self, obj):
+        return clipped(obj.error, 40)
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj):
+        return ago(obj.created_at)
+
+    @admin.display(description="expires", ordering="expires_at")
+    def expires(self, obj):
+        return ago(obj.expires_at)

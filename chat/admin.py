@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.urls import reverse
 
 from chat.models import ChatEvent, ChatRun, ChatThread
+from chat.selectors import run_list_stale
+from core.admin import ago, clipped, health_filter, short_id, short_id_link
 
 
 class ChatRunInline(admin.TabularInline):
@@ -19,10 +22,11 @@ class ChatRunInline(admin.TabularInline):
 
 @admin.register(ChatThread)
 class ChatThreadAdmin(admin.ModelAdmin):
-    list_display = ["id", "title", "owner_kind", "workspace", "user", "last_seq", "updated_at"]
-    list_filter = ["owner_kind", "has_state"]
+    list_display = ["short", "title", "owner", "last_seq", "updated"]
+    list_display_links = None
+    list_filter = ["owner_kind", "has_state", "workspace"]
     list_select_related = ["workspace", "user"]
-    search_fields = ["id", "title"]
+    search_fields = ["=id", "title"]
     readonly_fields = ["id", "owner_kind", "workspace", "user", "title", "graph_name", "has_state", "last_seq",
                        "expired_through_seq", "created_at", "updated_at"]
     inlines = [ChatRunInline]
@@ -30,26 +34,64 @@ class ChatThreadAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         return False
 
+    @admin.display(description="thread")
+    def short(self, obj):
+        return short_id_link(obj)
+
+    @admin.display(description="owner", ordering="owner_kind")
+    def owner(self, obj):
+        return obj.workspace or obj.user or "anonymous"
+
+    @admin.display(description="updated", ordering="updated_at")
+    def updated(self, obj):
+        return ago(obj.updated_at)
+
 
 @admin.register(ChatRun)
 class ChatRunAdmin(admin.ModelAdmin):
-    list_display = ["id", "thread", "status", "worker", "heartbeat_at", "created_at", "finished_at"]
-    list_filter = ["status"]
+    list_display = ["short", "thread_link", "status", "worker", "heartbeat", "created", "finished", "failure"]
+    list_display_links = None
+    list_filter = [health_filter(stuck=("Stuck (no heartbeat)", run_list_stale)), "status"]
     list_select_related = ["thread"]
-    search_fields = ["id", "thread__id"]
+    search_fields = ["=id", "=thread__id"]
     readonly_fields = ["id", "thread", "status", "error", "worker", "worker_instance", "heartbeat_at",
                        "cancel_requested_at", "created_at", "finished_at"]
 
     def has_add_permission(self, request) -> bool:
         return False
 
+    @admin.display(description="run")
+    def short(self, obj):
+        return short_id_link(obj)
+
+    @admin.display(description="thread")
+    def thread_link(self, obj):
+        return short_id(obj.thread_id, reverse("admin:chat_chatthread_change", args=[obj.thread_id]))
+
+    @admin.display(description="heartbeat", ordering="heartbeat_at")
+    def heartbeat(self, obj):
+        return ago(obj.heartbeat_at)
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj):
+        return ago(obj.created_at)
+
+    @admin.display(description="finished", ordering="finished_at")
+    def finished(self, obj):
+        return ago(obj.finished_at)
+
+    @admin.display(description="error")
+    def failure(self, obj):
+        return clipped(obj.error, 40)
+
 
 @admin.register(ChatEvent)
 class ChatEventAdmin(admin.ModelAdmin):
-    list_display = ["thread", "seq", "channel", "run"]
+    list_display = ["thread_short", "seq", "channel", "run_short"]
+    list_display_links = ["seq"]
     list_filter = ["channel"]
     list_select_related = ["thread", "run"]
-    search_fields = ["thread__id"]
+    search_fields = ["=thread__id"]
     readonly_fields = ["thread", "run", "seq", "channel", "namespace", "payload"]
 
     def has_add_permission(self, request) -> bool:
@@ -57,3 +99,11 @@ class ChatEventAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+    @admin.display(description="thread", ordering="thread_id")
+    def thread_short(self, obj):
+        return short_id(obj.thread_id)
+
+    @admin.display(description="run")
+    def run_short(self, obj):
+        return short_id(obj.run_id)

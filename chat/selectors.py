@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta
 
 import orjson
+from django.conf import settings
+from django.db.models import QuerySet
+from django.utils import timezone
 
 from chat.access import Caller
 from chat.models import ChatEvent, ChatRun, ChatThread
@@ -94,3 +98,9 @@ def run_lifecycle_events(*, run: ChatRun) -> list[dict]:
     """The run's stored lifecycle events, decoded, oldest first (what agent.getTree is built from)."""
     rows = ChatEvent.objects.filter(run=run, channel="lifecycle").order_by("seq").values_list("payload", flat=True)
     return [orjson.loads(payload) for payload in rows]
+
+
+def run_list_stale(*, now: datetime | None = None) -> QuerySet[ChatRun]:
+    """Runs still marked running whose process stopped beating (CHAT_RUN_STALE_SECONDS): the sweep ends them."""
+    limit = (now or timezone.now()) - timedelta(seconds=settings.CHAT_RUN_STALE_SECONDS)
+    return ChatRun.objects.filter(status=ChatRun.Status.RUNNING, heartbeat_at__lt=limit)

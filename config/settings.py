@@ -115,7 +115,7 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", f"{_public.scheme}://{_p
 
 INSTALLED_APPS = [
     "daphne",
-    "django.contrib.admin",
+    "config.apps.ServiceAdminConfig",  # django.contrib.admin with this project's site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -98,7 +98,8 @@ class Revision(BaseModel):
         constraints = [models.UniqueConstraint(fields=["deployment", "number"], name="revision_unique_number")]
 
     def __str__(self) -> str:
-        return f"{self.deployment.name} #{self.number} ({self.status})"
+        # No status: a DEPLOYED revision may have been replaced since, and names outlive statuses (admin titles).
+        return f"{self.deployment.name} #{self.number}"
 
 
 class RevisionLog(models.Model):

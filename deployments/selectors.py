@@ -6,10 +6,11 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 
 from accounts.models import Workspace
 from core.exceptions import NotFound
+from deployments import states
 from deployments.models import Deployment, Revision, RevisionLog
 
 
@@ -54,6 +55,12 @@ def revision_get(*, deployment: Deployment, revision_id: uuid.UUID) -> Revision:
     if revision is None:
         raise NotFound(f"Revision ID {revision_id} not found.")
     return revision
+
+
+def revision_list_failed() -> QuerySet[Revision]:
+    """Failed revisions that are still their deployment's latest (every workspace): nothing newer fixed them."""
+    return Revision.objects.filter(status__in=states.FAILED, deployment__latest_revision=F("pk")).exclude(
+        deployment__status=Deployment.Status.AWAITING_DELETE)
 
 
 @dataclass

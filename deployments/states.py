@@ -29,6 +29,7 @@ class RevisionStatus(models.TextChoices):
 
 S = RevisionStatus
 
+FAILED = frozenset({S.CREATE_FAILED, S.BUILD_FAILED, S.DEPLOY_FAILED})
 TERMINAL = frozenset({S.CREATE_FAILED, S.BUILD_FAILED, S.DEPLOY_FAILED, S.DEPLOYED, S.SKIPPED, S.INTERRUPTED})
 
 # Every live status may end SKIPPED (superseded by a newer revision) or INTERRUPTED (by a user).

@@ -1,25 +1,51 @@
 """Admin for bulk export jobs: status and progress of exports and their runs, cancel and retry.
 
-Everything is read-only here; the two actions go through the services, like the API.
+Everything is read-only here; the buttons and actions go through the services, like the API.
 """
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.db.models import Count, Q, Sum
+from django.urls import reverse
+from django.utils.html import format_html
 
-from core.admin import ReadOnlyAdmin
+from core.admin import (
+    ObjectButton,
+    ObjectButtonsMixin,
+    ReadOnlyAdmin,
+    ago,
+    clipped,
+    health_filter,
+    short_id,
+    short_id_link,
+)
 from core.exceptions import ServiceError
-from exports import export_services
-from exports.models import BulkExport, BulkExportRun, ExportStatus
+from exports import export_selectors, export_services
+from exports.models import UNFINISHED_EXPORT, BulkExport, BulkExportRun, ExportStatus
+
+BAD = (ExportStatus.FAILED, ExportStatus.TIMED_OUT)
+STATUS_CLASS = {ExportStatus.COMPLETED: "ok", ExportStatus.FAILED: "bad", ExportStatus.TIMED_OUT: "bad",
+                ExportStatus.CANCELLED: "off", ExportStatus.RUNNING: "busy", ExportStatus.CREATED: "busy",
+                ExportStatus.INTERVAL_SCHEDULED: "busy"}
+
+
+def status_badge(status: str):
+    return format_html('<span class="status status-{}">{}</span>', STATUS_CLASS.get(status, "off"), status)
+
+
+def last_error(run: BulkExportRun) -> str:
+    if not run.errors:
+        return ""
+    return run.errors[max(run.errors, key=lambda k: int(k.rsplit("_", 1)[-1]))]
 
 
 class RunInline(admin.TabularInline):
     model = BulkExportRun
     extra = 0
     can_delete = False
-    fields = readonly_fields = ["start_time", "end_time", "status", "rows_written", "files", "retry_number",
-                                "errors", "latest_cursor", "started_at", "finished_at"]
+    show_change_link = True
+    fields = readonly_fields = ["day", "run_status", "rows_written", "files", "retry_number", "error", "finished"]
     ordering = ["start_time"]
 
     def has_add_permission(self, request, obj=None):
@@ -28,9 +54,25 @@ class RunInline(admin.TabularInline):
     def has_change_permission(self, request, obj=None):
         return False
 
+    @admin.display(description="day")
+    def day(self, obj):
+        return obj.start_time.date()
+
+    @admin.display(description="status")
+    def run_status(self, obj):
+        return status_badge(obj.status)
+
     @admin.display(description="files")
     def files(self, obj):
         return len(obj.exported_files)
+
+    @admin.display(description="last error")
+    def error(self, obj):
+        return clipped(last_error(obj), 50)
+
+    @admin.display(description="finished")
+    def finished(self, obj):
+        return ago(obj.finished_at)
 
 
 def _run_actions(modeladmin, request, exports, action) -> None:
@@ -48,14 +90,19 @@ def _cancel(export: BulkExport) -> str:
     return "cancelled (running runs stop at their next batch)."
 
 
+def _retried(count: int) -> str:
+    return f"{count} run{'' if count == 1 else 's'} queued again."
+
+
 @admin.register(BulkExport)
-class BulkExportAdmin(ReadOnlyAdmin):
-    list_display = ["id", "workspace", "status", "session", "destination", "start_time", "end_time",
-                    "interval_hours", "run_count", "rows_written", "files", "retries", "failed_runs", "created_at",
-                    "finished_at"]
-    list_filter = ["status", "workspace", "format_version", "compression"]
+class BulkExportAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
+    list_display = ["short", "export_status", "workspace", "project", "destination_name", "window", "progress",
+                    "created"]
+    list_display_links = None
+    list_filter = [health_filter(failing=("Failing", export_selectors.export_list_failing)), "status", "workspace",
+                   ("destination", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["workspace", "session", "destination"]
-    search_fields = ["id", "session__name", "destination__display_name"]
+    search_fields = ["=id", "session__name", "destination__display_name"]
     readonly_fields = ["id", "workspace", "destination", "session", "status", "start_time", "end_time", "filter",
                        "format", "format_version", "compression", "interval_hours", "export_fields",
                        "source_bulk_export", "next_window", "created_at", "updated_at", "finished_at"]
@@ -64,28 +111,64 @@ class BulkExportAdmin(ReadOnlyAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(
-            _runs=Count("runs"), _rows=Sum("runs__rows_written"), _retries=Sum("runs__retry_number"),
-            _failed=Count("runs", filter=Q(runs__status__in=[ExportStatus.FAILED, ExportStatus.TIMED_OUT])))
+            _runs=Count("runs"), _rows=Sum("runs__rows_written"),
+            _done=Count("runs", filter=Q(runs__status=ExportStatus.COMPLETED)),
+            _failed=Count("runs", filter=Q(runs__status__in=BAD)))
 
-    @admin.display(description="runs")
-    def run_count(self, obj):
-        return obj._runs
+    @admin.display(description="export")
+    def short(self, obj):
+        return short_id_link(obj)
 
-    @admin.display(description="rows written")
-    def rows_written(self, obj):
-        return obj._rows or 0
+    @admin.display(description="status", ordering="status")
+    def export_status(self, obj):
+        return status_badge(obj.status)
 
-    @admin.display(description="files")
-    def files(self, obj):
-        return sum(len(files) for files in obj.runs.values_list("exported_files", flat=True))
+    @admin.display(description="project", ordering="session__name")
+    def project(self, obj):
+        return clipped(obj.session.name, 30)
 
-    @admin.display(description="retries")
-    def retries(self, obj):
-        return obj._retries or 0
+    @admin.display(description="destination", ordering="destination__display_name")
+    def destination_name(self, obj):
+        return clipped(obj.destination.display_name, 36)
 
-    @admin.display(description="failed runs")
-    def failed_runs(self, obj):
-        return obj._failed
+    @admin.display(description="window", ordering="start_time")
+    def window(self, obj):
+        start = f"{obj.start_time:%d %b %Y}"
+        if obj.is_scheduled:
+            return format_html('every {} h from <span class="keep-whole">{}</span>', obj.interval_hours, start)
+        return format_html('<span class="keep-whole">{}</span> → <span class="keep-whole">{}</span>',
+                           start, f"{obj.end_time:%d %b %Y}")
+
+    @admin.display(description="progress")
+    def progress(self, obj):
+        text = f"{obj._done}/{obj._runs} runs · {obj._rows or 0} rows"
+        if obj._failed:
+            return format_html('{} · <span class="status status-bad">{} failed</span>', text, obj._failed)
+        return text
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj):
+        return ago(obj.created_at)
+
+    # --- the export's own page ------------------------------------------------------------------------------
+
+    def get_object_buttons(self, request, obj):
+        buttons = []
+        if obj.status in UNFINISHED_EXPORT:
+            buttons.append(ObjectButton("cancel", "Cancel", danger=True, confirm=(
+                "Cancel this export? Its waiting runs end at once, running runs stop at their next batch; files "
+                "already written stay in the bucket. A cancelled export cannot be retried.")))
+        if obj.status != ExportStatus.CANCELLED and not obj.is_scheduled and obj.runs.filter(status__in=BAD).exists():
+            buttons.append(ObjectButton("retry", "Retry failed runs"))
+        return buttons
+
+    def button_cancel(self, request, obj):
+        return f"{obj}: {_cancel(obj)}"
+
+    def button_retry(self, request, obj):
+        return f"Export {obj.id}: {_retried(export_services.export_retry(export=obj))}"
+
+    # --- list actions -----------------------------------------------------------------------------------------
 
     @admin.action(description="Cancel selected exports")
     def cancel_exports(self, request, queryset):
@@ -93,25 +176,40 @@ class BulkExportAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Retry the failed runs of selected exports")
     def retry_exports(self, request, queryset):
-        _run_actions(self, request, queryset,
-                     lambda export: f"{export_services.export_retry(export=export)} run(s) queued again.")
+        _run_actions(self, request, queryset, lambda export: _retried(export_services.export_retry(export=export)))
 
 
 @admin.register(BulkExportRun)
-class BulkExportRunAdmin(ReadOnlyAdmin):
-    list_display = ["id", "bulk_export", "day", "status", "rows_written", "files", "retry_number", "error",
-                    "destination", "project", "started_at", "finished_at"]
-    list_filter = ["status"]
+class BulkExportRunAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
+    list_display = ["short", "export", "day", "run_status", "rows_written", "files", "retry_number", "error",
+                    "started"]
+    list_display_links = None
+    list_filter = [health_filter(stuck=("Stuck past its lease", export_selectors.run_list_stuck)), "status",
+                   ("bulk_export__workspace", admin.RelatedOnlyFieldListFilter),
+                   ("bulk_export__destination", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["bulk_export__destination", "bulk_export__session"]
-    search_fields = ["id", "bulk_export__id"]
+    search_fields = ["=id", "=bulk_export__id"]
     readonly_fields = ["id", "bulk_export", "start_time", "end_time", "status", "retry_number", "errors",
-                       "credential_version", "started_at", "finished_at", "rows_written", "exported_files",
+                       "credential_version", "job_id", "started_at", "finished_at", "rows_written", "exported_files",
                        "latest_cursor", "pending_key", "created_at", "updated_at"]
     actions = ["cancel_exports", "retry_runs"]
+
+    @admin.display(description="run")
+    def short(self, obj):
+        return short_id_link(obj)
+
+    @admin.display(description="export")
+    def export(self, obj):
+        url = reverse("admin:exports_bulkexport_change", args=[obj.bulk_export_id])
+        return short_id(obj.bulk_export_id, url)
 
     @admin.display(description="day", ordering="start_time")
     def day(self, obj):
         return obj.start_time.date()
+
+    @admin.display(description="status", ordering="status")
+    def run_status(self, obj):
+        return status_badge(obj.status)
 
     @admin.display(description="files")
     def files(self, obj):
@@ -119,17 +217,28 @@ class BulkExportRunAdmin(ReadOnlyAdmin):
 
     @admin.display(description="last error")
     def error(self, obj):
-        if not obj.errors:
-            return ""
-        return obj.errors[max(obj.errors, key=lambda k: int(k.rsplit("_", 1)[-1]))]
+        return clipped(last_error(obj), 40)
 
-    @admin.display(description="destination")
-    def destination(self, obj):
-        return obj.bulk_export.destination
+    @admin.display(description="started", ordering="started_at")
+    def started(self, obj):
+        return ago(obj.started_at)
 
-    @admin.display(description="project")
-    def project(self, obj):
-        return obj.bulk_export.session
+    # --- the run's own page -----------------------------------------------------------------------------------
+
+    def get_object_buttons(self, request, obj):
+        export = obj.bulk_export
+        if export.status not in UNFINISHED_EXPORT:
+            return []
+        others = export.runs.exclude(id=obj.id).filter(status__in=(ExportStatus.CREATED, ExportStatus.RUNNING)).count()
+        return [ObjectButton("cancel", "Cancel", danger=True, confirm=(
+            f"Runs are cancelled with their export, as in the API: this cancels export {export.id} — this run and "
+            f"{others} other unfinished run{'' if others == 1 else 's'}. Waiting runs end at once, running runs "
+            "stop at their next batch; files already written stay in the bucket."))]
+
+    def button_cancel(self, request, obj):
+        return f"{obj.bulk_export}: {_cancel(obj.bulk_export)}"
+
+    # --- list actions -----------------------------------------------------------------------------------------
 
     @admin.action(description="Cancel the exports of selected runs")
     def cancel_exports(self, request, queryset):
@@ -142,5 +251,4 @@ class BulkExportRunAdmin(ReadOnlyAdmin):
         for run in queryset.select_related("bulk_export"):
             by_export.setdefault(run.bulk_export, []).append(run.id)
         _run_actions(self, request, by_export,
-                     lambda export: f"{export_services.export_retry(export=export, run_ids=by_export[export])} "
-                                    "run(s) queued again.")
+                     lambda export: _retried(export_services.export_retry(export=export, run_ids=by_export[export])))

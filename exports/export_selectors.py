@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta
 
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.utils import timezone
 
 from accounts.models import Workspace
 from core.exceptions import NotFound
+from core.models import Job
 from exports import usage
 from exports.models import UNFINISHED_EXPORT, UNFINISHED_RUN, BulkExport, BulkExportRun, ExportStatus
 
@@ -49,6 +52,33 @@ def active_runs(*, workspace_id: uuid.UUID | None) -> QuerySet[BulkExportRun]:
     runs = BulkExportRun.objects.filter(
         Q(status=ExportStatus.RUNNING) | Q(status=ExportStatus.CREATED, job_id__isnull=False))
     return runs if workspace_id is None else runs.filter(bulk_export__workspace_id=workspace_id)
+
+
+# --- what needs an admin's attention (the admin index and the "health" filters) ----------------
+
+# A failed export stays on the index this long: long enough to be seen after a weekend, short enough that
+# old failures nobody will retry do not keep the index red for ever (a retry takes it off at once).
+FAILING_EXPORT_DAYS = 7
+BAD_RUN = (ExportStatus.FAILED, ExportStatus.TIMED_OUT)
+
+
+def export_list_failing(*, now: datetime | None = None) -> QuerySet[BulkExport]:
+    """Exports that failed or timed out lately, and unfinished ones with a run that already failed."""
+    since = (now or timezone.now()) - timedelta(days=FAILING_EXPORT_DAYS)
+    failed_run = BulkExportRun.objects.filter(bulk_export=OuterRef("pk"), status__in=BAD_RUN)
+    return BulkExport.objects.filter(
+        Q(status__in=BAD_RUN, finished_at__gte=since) | Q(status__in=UNFINISHED_EXPORT) & Exists(failed_run))
+
+
+def run_list_stuck(*, now: datetime | None = None) -> QuerySet[BulkExportRun]:
+    """Unfinished runs handed to a worker whose job is gone, ended, or past its lease (the worker died).
+
+    The periodic sweep (`runs_sweep`) gives them a job again; runs listed here for long mean it is not running.
+    """
+    now = now or timezone.now()
+    live_job = Job.objects.filter(id=OuterRef("job_id")).filter(
+        Q(status=Job.Status.QUEUED) | Q(status=Job.Status.RUNNING, lease_expires_at__gte=now))
+    return BulkExportRun.objects.filter(status__in=UNFINISHED_RUN, job_id__isnull=False).exclude(Exists(live_job))
 
 
 # --- what destinations need to know (exports.usage) ---------------------------------------------

@@ -33,6 +33,10 @@ class Destination(BaseModel):
     )
     credentials_revision = models.PositiveIntegerField(default=0)
     last_validated_at = models.DateTimeField(null=True, blank=True)
+    # Set when a re-validation (destination_validate) fails, cleared by the next success: the admin index
+    # lists such destinations. The message is the service's own (classified, never the endpoint's words).
+    validation_failed_at = models.DateTimeField(null=True, blank=True)
+    validation_error = models.TextField(blank=True, default="")
     deleted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -26,6 +26,11 @@ def destination_list(*, workspace: Workspace) -> QuerySet[Destination]:
     return Destination.objects.filter(workspace=workspace, deleted_at__isnull=True).order_by("created_at", "id")
 
 
+def destination_list_failing_validation() -> QuerySet[Destination]:
+    """Live destinations (every workspace) whose last test write failed: exports to them will fail too."""
+    return Destination.objects.filter(deleted_at__isnull=True, validation_failed_at__isnull=False)
+
+
 def destination_get(*, workspace: Workspace, destination_id: uuid.UUID) -> Destination:
     """One destination of the workspace; a missing, deleted or foreign one is the same 404."""
     destination = destination_list(workspace=workspace).filter(id=destination_id).first()

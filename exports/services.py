@@ -78,7 +78,7 @@ def destination_credentials_update(*, destination: Destination, credentials: dic
             swapped = Destination.objects.filter(
                 id=destination.id, credentials_revision=revision, deleted_at__isnull=True
             ).update(current_credentials=version, credentials_keys=creds.keys(), credentials_revision=revision + 1,
-                     last_validated_at=now, updated_at=now)
+                     last_validated_at=now, validation_failed_at=None, validation_error="", updated_at=now)
             if swapped != 1:
                 raise IntegrityError("credentials changed concurrently")
             CredentialVersion.objects.filter(destination=destination, retired_at__isnull=True).exclude(
@@ -93,9 +93,15 @@ def destination_credentials_update(*, destination: Destination, credentials: dic
 
 def destination_validate(*, destination: Destination) -> storage.WriteCheck:
     """Run the test write again with the destination's current credentials."""
-    creds = credential_version_credentials(version=destination.current_credentials_id)
-    check = _validate(config=destination.config, credentials=creds, workspace=destination.workspace)
-    Destination.objects.filter(id=destination.id).update(last_validated_at=timezone.now())
+    try:
+        creds = credential_version_credentials(version=destination.current_credentials_id)
+        check = _validate(config=destination.config, credentials=creds, workspace=destination.workspace)
+    except ServiceError as exc:
+        Destination.objects.filter(id=destination.id).update(validation_failed_at=timezone.now(),
+                                                             validation_error=exc.detail)
+        raise
+    Destination.objects.filter(id=destination.id).update(last_validated_at=timezone.now(),
+                                                         validation_failed_at=None, validation_error="")
     return check
 
 

@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from core.admin import ReadOnlyAdmin
+from core.admin import ReadOnlyAdmin, ago, short_id
 from tracing import selectors
 from tracing.models import Run, TracingProject
 
@@ -17,12 +17,20 @@ TREE_LIMIT = 500
 
 @admin.register(TracingProject)
 class TracingProjectAdmin(ReadOnlyAdmin):
-    list_display = ["name", "workspace", "id", "created_at", "runs_link"]
+    list_display = ["name", "workspace", "short", "created", "runs_link"]
     list_filter = ["workspace"]
     list_select_related = ["workspace"]
     search_fields = ["name", "=id"]
     fields = ["id", "name", "workspace", "created_at", "runs_link"]
     readonly_fields = fields
+
+    @admin.display(description="id")
+    def short(self, obj):
+        return short_id(obj.id)
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj):
+        return ago(obj.created_at)
 
     @admin.display(description="runs")
     def runs_link(self, obj):
@@ -37,7 +45,7 @@ def _pretty_json(value) -> str:
 
 @admin.register(Run)
 class RunAdmin(ReadOnlyAdmin):
-    list_display = ["name", "run_type", "status", "session", "start_time", "latency", "total_tokens", "is_root"]
+    list_display = ["name", "run_type", "status", "session", "started", "latency", "total_tokens", "is_root"]
     list_filter = ["status", "run_type", "is_root", ("start_time", admin.DateFieldListFilter), "session"]
     list_select_related = ["session"]
     search_fields = ["=id", "=trace_id", "name"]
@@ -55,6 +63,10 @@ class RunAdmin(ReadOnlyAdmin):
                               "completion_cost"]}),
     ]
     readonly_fields = [name for _, options in fieldsets for name in options["fields"]]
+
+    @admin.display(description="started", ordering="start_time")
+    def started(self, obj):
+        return ago(obj.start_time)
 
     @admin.display(description="latency")
     def latency(self, obj):

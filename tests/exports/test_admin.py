@@ -69,20 +69,36 @@ def test_invalid_configuration_shows_the_apis_messages_on_the_fields(admin_clien
     assert Destination.objects.count() == 0
 
 
-def test_the_change_form_rotates_credentials_with_patchs_rules(admin_client, destination, s3, bucket):
-    url = f"{CHANGELIST}{destination.id}/change/"
+def test_the_rotation_page_rotates_credentials_with_patchs_rules(admin_client, destination, s3, bucket):
+    url = f"{CHANGELIST}{destination.id}/change/rotate-credentials/"
     page = admin_client.get(url).content.decode()
-    assert "revision 1: access_key_id, secret_access_key" in page
+    assert "test write" in page and "runs already in flight keep the credentials" in page
+    for name, label in (("access_key_id", "Access key ID"), ("secret_access_key", "Secret access key")):
+        assert re.search(rf'<label for="id_{name}" class="required">{label}:</label>', page)
     reader = s3.create_user("reader", [allow(["s3:GetObject"], bucket)])
     successor = s3.create_user("successor", [allow(WRITE_ACTIONS, bucket)])
     s3.set_auth_enforced(True)
-    refused = admin_client.post(url, {**reader.as_dict(), "session_token": "", "_save": "Save"})
-    assert "Failed to validate S3 destination: Access denied" in errors_of(refused)
+    refused = admin_client.post(url, {**reader.as_dict(), "session_token": ""})
+    assert "Failed to validate S3 destination: Access denied" in refused.content.decode()
+    assert reader.secret_access_key not in refused.content.decode()
     assert CredentialVersion.objects.count() == 1
-    accepted = admin_client.post(url, {**successor.as_dict(), "session_token": "", "_save": "Save"})
-    assert accepted.status_code == 302, errors_of(accepted)
+    blank = admin_client.post(url, {"access_key_id": "", "secret_access_key": "", "session_token": ""})
+    assert blank.content.decode().count("This field is required.") == 2
+    accepted = admin_client.post(url, {**successor.as_dict(), "session_token": ""}, follow=True)
+    assert "rotated to revision 2" in accepted.content.decode()
     destination.refresh_from_db()
     assert destination.credentials_revision == 2 and CredentialVersion.objects.count() == 2
+
+
+def test_saving_the_change_page_keeps_the_credentials_and_says_so(admin_client, destination):
+    url = f"{CHANGELIST}{destination.id}/change/"
+    page = admin_client.get(url).content.decode()
+    assert "revision 1: access_key_id, secret_access_key" in page and 'type="password"' not in page
+    response = admin_client.post(url, {"_save": "Save"}, follow=True)
+    text = response.content.decode()
+    assert "Nothing was changed" in text and "changed successfully" not in text
+    destination.refresh_from_db()
+    assert destination.credentials_revision == 1 and CredentialVersion.objects.count() == 1
 
 
 def test_validate_again_reports_success_and_failure(admin_client, destination, s3):

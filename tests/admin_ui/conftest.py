@@ -1,0 +1,77 @@
+"""Fixtures for the admin in a real browser: one live server and one Chromium per module, an admin user that
+logs in through the login page, screenshots under test-artifacts/admin/ (git-ignored)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.chatui.conftest import browser  # noqa: F401 - the shared Chromium fixture (Debian's, via Playwright)
+from tests.support import BASE_DIR, LiveServer
+
+ARTIFACTS = BASE_DIR / "test-artifacts" / "admin"
+DESKTOP = {"width": 1440, "height": 900}
+PHONE = {"width": 375, "height": 800}
+VIEWPORTS = {"desktop": DESKTOP, "phone": PHONE}
+PASSWORD = "admin-pw-for-tests"
+SERVER_ENV = {
+    "EGRESS_ALLOWLIST": "127.0.0.1",  # the moto S3 server lives on loopback
+    "DEPLOY_LOCAL_RUNNER_ENABLED": "true",  # redeploy needs a runner that accepts the source (nothing runs it)
+    "THROTTLE_RATES": "destination-validation=1000/min",
+    "DJANGO_ALLOW_ASYNC_UNSAFE": "",
+}
+
+
+@pytest.fixture(scope="module")
+def admin_server(django_db_setup, django_db_blocker, tmp_path_factory):
+    root = tmp_path_factory.mktemp("admin-ui")
+    with django_db_blocker.unblock():
+        started = LiveServer(env={**SERVER_ENV, "DEPLOY_ROOT": str(root / "deploy")},
+                             log_path=root / "server.log").start()
+    yield started
+    started.stop()
+
+
+@pytest.fixture
+def base(admin_server, transactional_db, settings):
+    settings.EGRESS_ALLOWLIST = ["127.0.0.1"]  # for what the test itself does (creating destinations, a worker)
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.create_superuser("root", "", PASSWORD)
+    return admin_server.url
+
+
+@pytest.fixture
+def admin_page(browser, base):  # noqa: F811 - `browser` is the imported fixture
+    """admin_page(viewport) -> a logged-in page; `page.problems` collects script errors."""
+    contexts = []
+
+    def make(viewport=DESKTOP):
+        context = browser.new_context(viewport=viewport)
+        context.set_default_timeout(20_000)
+        contexts.append(context)
+        page = context.new_page()
+        page.problems = []
+        page.on("pageerror", lambda error: page.problems.append(str(error)))
+        page.goto(f"{base}/admin/login/?next=/admin/")
+        page.get_by_label("Username").fill("root")
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_url(f"{base}/admin/")
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def shoot():
+    """shoot(page, name) saves a full-page screenshot under test-artifacts/admin/."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+
+    def save(page, name: str):
+        path = ARTIFACTS / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return save

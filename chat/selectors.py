@@ -31,10 +31,12 @@ def thread_list_for_caller(*, caller: Caller, limit: int = 200) -> list[ChatThre
     return list(ChatThread.objects.filter(has_state=True, **caller.owner_filter).order_by("-updated_at")[:limit])
 
 
-def events_after(*, thread_id: str, after_seq: int, limit: int = PAGE) -> list[StoredEvent]:
-    """Stored events of the thread with seq > `after_seq`, oldest first."""
-    rows = (ChatEvent.objects.filter(thread_id=thread_id, seq__gt=after_seq).order_by("seq")
-            .values_list("seq", "channel", "namespace", "payload")[:limit])
+def events_after(*, thread_id: str, after_seq: int, limit: int = PAGE, exclude_runs=()) -> list[StoredEvent]:
+    """Stored events of the thread with seq > `after_seq`, oldest first, leaving out the runs `exclude_runs`."""
+    rows = ChatEvent.objects.filter(thread_id=thread_id, seq__gt=after_seq)
+    if exclude_runs:
+        rows = rows.exclude(run_id__in=list(exclude_runs))
+    rows = rows.order_by("seq").values_list("seq", "channel", "namespace", "payload")[:limit]
     return [StoredEvent(seq, channel, tuple(orjson.loads(namespace)), payload.encode())
             for seq, channel, namespace, payload in rows]
 

@@ -143,14 +143,24 @@ def branch_map(nodes: dict[str, Node], head: str | None = None) -> dict:
 
 
 def off_branch_runs(nodes: dict[str, Node]) -> set[uuid.UUID]:
-    """Runs whose checkpoints all lie off the newest checkpoint's branch."""
+    """Runs whose newest checkpoint lies off the newest checkpoint's branch.
+
+    A regenerated answer forks in the middle of the run that first answered: that run's start is shared, but its
+    end (the old answer) is not, so it counts as off the branch.
+    """
     if not nodes:
         return set()
-    on_branch = {n.run_id for n in lineage(nodes, max(nodes))}
+    on_branch = {n.id for n in lineage(nodes, max(nodes))}
+    newest: dict[str, str] = {}
+    for node in nodes.values():
+        if node.run_id is not None:
+            newest[node.run_id] = max(newest.get(node.run_id, node.id), node.id)
     found = set()
-    for run_id in {n.run_id for n in nodes.values()} - on_branch:
+    for run_id, checkpoint_id in newest.items():
+        if checkpoint_id in on_branch:
+            continue
         try:
-            found.add(uuid.UUID(str(run_id)))
+            found.add(uuid.UUID(run_id))
         except ValueError:
             continue
     return found

@@ -191,13 +191,26 @@ def test_a_replay_leaves_out_the_runs_of_branches_the_thread_left(base):
     edit_from = branches(base, thread)["messages"][4]["edit_from"]
     start_run(base, thread, "calculate 5 + 5", config={"configurable": {"checkpoint_id": edit_from}})
     wait_for_run_end(base, thread)
+    assert replayed_humans_and_runs(base, thread) == ({"calculate 1 + 1", "calculate 5 + 5"}, 2)
+
+    # A regeneration forks in the middle of the edit's run: that run's old answer is not replayed either.
+    answer = branches(base, thread)["messages"][5]
+    command(base, thread, "run.start", {"input": None, "config": {"configurable": {
+        "checkpoint_id": answer["regenerate_from"]}}})
+    wait_for_run_end(base, thread)
+    assert replayed_humans_and_runs(base, thread) == ({"calculate 1 + 1", "calculate 5 + 5"}, 2)
+    answers = [e for e in replay(base, thread, {"channels": ["values"], "namespaces": [[]], "depth": 0})]
+    final = answers[-1]["params"]["data"]["messages"]
+    assert len(final) == 8 and all(len(e["params"]["data"]["messages"]) <= 8 for e in answers)
+
+
+def replayed_humans_and_runs(base: str, thread: str) -> tuple[set, int]:
     events = replay(base, thread, {"channels": ALL_CHANNELS})
     humans = {m["content"] for e in events if e["method"] == "values" and e["params"]["namespace"] == []
               for m in e["params"]["data"].get("messages", []) if m["type"] == "human"}
-    assert humans == {"calculate 1 + 1", "calculate 5 + 5"}
     starts = [e for e in events if e["method"] == "lifecycle" and e["params"]["namespace"] == []
               and e["params"]["data"]["event"] == "running"]
-    assert len(starts) == 2
+    return humans, len(starts)
 
 
 def test_branches_of_an_unknown_checkpoint_or_thread_are_404(base):

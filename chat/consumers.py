@@ -30,13 +30,15 @@ STOP_WAIT_SECONDS = 5.0
 
 
 class ThreadListConsumer(ChatConsumer):
-    """GET /api/threads: the caller's threads `[{id, title, updatedAt}]`, newest first."""
+    """GET /api/threads[?q=]: the caller's threads `[{id, title, updatedAt}]`, newest first; `q` keeps those whose
+    title contains it. The search is the server's so that it also finds threads beyond the list's first page."""
 
     methods = ("GET",)
 
     async def respond(self, body: bytes) -> None:
         caller = await self.caller()
-        threads = await db.run(selectors.thread_list_for_caller, caller=caller)
+        query = (self.query.get("q") or [""])[-1][:services.TITLE_MAX_LENGTH]
+        threads = await db.run(selectors.thread_list_for_caller, caller=caller, title_contains=query)
         await self.send_json(200, [thread_summary(t) for t in threads])
 
 

@@ -92,6 +92,18 @@ def test_a_bad_title_is_refused_in_the_protocols_error_shape_and_changes_nothing
     assert listed_title(base, thread) == "calculate 6 + 7"
 
 
+def test_threads_are_searched_by_title_in_any_case(base):
+    abacus, owls = new_thread(), new_thread()
+    run_to_end(base, abacus, "Research the history of the abacus")
+    run_to_end(base, owls, "Research owls")
+    httpx.patch(f"{base}/api/threads/{owls}", json={"title": "Night birds"})
+    found = httpx.get(f"{base}/api/threads", params={"q": "ABACUS"}).json()
+    assert [t["id"] for t in found] == [abacus]
+    assert [t["id"] for t in httpx.get(f"{base}/api/threads", params={"q": "birds"}).json()] == [owls]
+    assert httpx.get(f"{base}/api/threads", params={"q": "owls"}).json() == []
+    assert len(httpx.get(f"{base}/api/threads", params={"q": "  "}).json()) >= 2
+
+
 def test_renaming_needs_json_and_an_existing_thread(base):
     thread = new_thread()
     run_to_end(base, thread, "calculate 1 + 9")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from django.contrib.staticfiles import finders
 from django.db import connection
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
+from django.views.decorators.cache import cache_control
 from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET
 
 
 def method_routes(**views):
@@ -34,3 +37,11 @@ def healthz(request):
     except Exception:
         return JsonResponse({"status": "unavailable", "database": "unreachable"}, status=503)
     return JsonResponse({"status": "ok", "database": "ok"})
+
+
+@require_GET
+@cache_control(public=True, max_age=86400)
+def favicon(request):
+    """/favicon.ico for every page of the site (browsers ask for it even where no page links it)."""
+    with open(finders.find("core/favicon.ico"), "rb") as icon:
+        return HttpResponse(icon.read(), content_type="image/x-icon")

@@ -25,11 +25,30 @@ MODEL_NAME = "scripted-offline"
 TOKEN_DELAY_SECONDS = 0.02
 Role = Literal["coordinator", "researcher", "math-whiz"]
 
-NOTHING_TO_DELEGATE = (
-    "I am the offline scripted model, so I can only delegate: lookups go to the researcher and arithmetic goes to "
-    "math-whiz. Ask me to research a topic or to calculate an expression, for example \"Research LangGraph "
-    "streaming, and separately calculate 42 * 17.\""
-)
+# Markdown on purpose: besides saying what the offline model can do, it shows a page every kind of block it renders.
+NOTHING_TO_DELEGATE = """### What the offline model can do
+
+I am the offline scripted model, so I can only delegate:
+
+- **lookups** go to the researcher, whose search tool is a mock;
+- **arithmetic** goes to math-whiz, whose calculator is real.
+
+| You write | Goes to |
+|---|---|
+| Research the history of the abacus | researcher |
+| Calculate 42 * 17 | math-whiz |
+
+Other clients start the same work with a `run.start` command:
+
+```json
+{
+  "id": 1,
+  "method": "run.start",
+  "params": {
+    "input": {"messages": [{"type": "human", "content": "Calculate 42 * 17"}]}
+  }
+}
+```"""
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -107,8 +126,9 @@ def plural(count: int, noun: str, plural_form: str | None = None) -> str:
 
 
 def _words(text: str) -> list[str]:
+    # Every space is kept (the pieces add up to the text): code blocks in an answer keep their indentation.
     words = text.split(" ")
-    return [word if i == 0 else " " + word for i, word in enumerate(words) if word or i == 0]
+    return [word if i == 0 else " " + word for i, word in enumerate(words)]
 
 
 def _current_turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:

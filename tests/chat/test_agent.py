@@ -229,3 +229,13 @@ def test_a_graph_loads_from_a_module_path_a_file_path_and_a_factory(tmp_path):
 def test_a_bad_graph_spec_is_a_clear_error(spec):
     with pytest.raises(GraphLoadError):
         load_graph(spec, checkpointer=InMemorySaver())
+
+
+def test_a_request_with_nothing_to_delegate_gets_a_markdown_answer_that_streams_back_intact():
+    message = ScriptedChatModel(role="coordinator").respond([HumanMessage("hello", id="h")])
+    text = message.content[1]["text"]
+    assert text.startswith("### What the offline model can do") and "| You write | Goes to |" in text
+    assert '```json\n{\n  "id": 1,' in text
+    pieces = [p.content[0] for p in stream_pieces(message) if p.content]
+    streamed = "".join(piece["text"] for piece in pieces if piece["type"] == "text")
+    assert streamed == text

@@ -66,17 +66,47 @@ def wait_for_answer(page, text: str) -> None:
     wait_for_run_end(page)
 
 
+def watch_geometry(page) -> None:
+    """Record, from now on, the conversation column's width and the first user bubble's right edge at every change."""
+    page.evaluate("""() => {
+      const seen = window.__geometry = new Set();
+      const check = () => {
+        const column = document.querySelector('.transcript-inner');
+        const bubble = document.querySelector('article.msg-human .msg-bubble');
+        if (column && bubble) {
+          seen.add(`${column.getBoundingClientRect().width}|${bubble.getBoundingClientRect().right}`);
+        }
+      };
+      check();
+      new MutationObserver(check).observe(document.body, {subtree: true, childList: true, characterData: true});
+    }""")
+
+
+def geometry_seen(page) -> list[str]:
+    return page.evaluate("() => [...window.__geometry]")
+
+
 def clipboard(page) -> str:
     return page.evaluate("() => navigator.clipboard.readText()")
 
 
-def test_edit_and_resend_forks_and_the_branches_stay_reachable_after_a_reload(base, new_page, shoot):
-    page = open_page(new_page, base, DESKTOP)
+@pytest.mark.parametrize(("name", "viewport", "scheme"), [("desktop", DESKTOP, "light"), ("phone", PHONE, "light")])
+def test_edit_and_resend_forks_and_the_branches_stay_reachable_after_a_reload(base, new_page, shoot, name, viewport,
+                                                                              scheme):
+    page = open_page(new_page, base, viewport, scheme)
     ask(page, "calculate 1 + 1")
+    # Nothing moves sideways while the next answer streams in (the scrollbar has its gutter from the start).
+    watch_geometry(page)
     ask(page, "calculate 2 + 2")
     assert "4" in final_answer(page)
+    assert len(geometry_seen(page)) == 1, geometry_seen(page)
 
     second = humans(page).nth(1)
+    # A visible focus ring on the keyboard's way through the actions.
+    page.keyboard.press("Shift")
+    second.get_by_role("button", name="Copy message").focus()
+    assert page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle") == "solid"
+    shoot(page, f"actions-{name}-focus")
     second.get_by_role("button", name="Copy message").click()
     assert clipboard(page) == "calculate 2 + 2"
     expect(second.get_by_role("button", name="Copy message")).to_have_text("Copied")
@@ -85,13 +115,13 @@ def test_edit_and_resend_forks_and_the_branches_stay_reachable_after_a_reload(ba
     editor = page.get_by_role("form", name="Edit your message")
     expect(editor.get_by_label("Edited message")).to_be_focused()
     editor.get_by_label("Edited message").fill("calculate 3 + 3")
-    shoot(page, "actions-desktop-editing")
+    shoot(page, f"actions-{name}-editing")
     editor.get_by_label("Edited message").press("Enter")
     wait_for_answer(page, "3 + 3 = 6")
     expect(human_texts(page)).to_have_text(["calculate 1 + 1", "calculate 3 + 3"])
     versions = switcher(humans(page).nth(1))
     expect(versions).to_contain_text("2/2")
-    shoot(page, "actions-desktop-edited")
+    shoot(page, f"actions-{name}-edited")
 
     # Back to the first version, then reload: the newest version shows, and the old one is one click away.
     versions.get_by_role("button", name="Previous version").click()
@@ -99,7 +129,7 @@ def test_edit_and_resend_forks_and_the_branches_stay_reachable_after_a_reload(ba
     expect(switcher(humans(page).nth(1))).to_contain_text("1/2")
     assert "2 + 2 = 4" in final_answer(page)
     expect(page.get_by_text("You are looking at an earlier version")).to_be_visible()
-    shoot(page, "actions-desktop-earlier-version")
+    shoot(page, f"actions-{name}-earlier-version")
     page.reload()
     expect(human_texts(page)).to_have_text(["calculate 1 + 1", "calculate 3 + 3"])
     switcher(humans(page).nth(1)).get_by_role("button", name="Previous version").click()
@@ -111,8 +141,11 @@ def test_edit_and_resend_forks_and_the_branches_stay_reachable_after_a_reload(ba
     assert page.problems == []
 
 
-def test_regenerate_makes_a_second_answer_and_both_stay_reachable(base, new_page, shoot):
-    page = open_page(new_page, base, PHONE, scheme="dark")
+@pytest.mark.parametrize(("name", "viewport"), [("desktop-dark", DESKTOP), ("phone-dark", PHONE)])
+def test_regenerate_makes_a_second_answer_and_both_stay_reachable(base, new_page, shoot, name, viewport):
+    page = open_page(new_page, base, viewport, scheme="dark")
+    # The page follows the system's dark setting.
+    assert page.evaluate("() => getComputedStyle(document.documentElement).backgroundColor") == "rgb(20, 24, 31)"
     ask(page, "Research the history of the abacus")
     answer = final_answer(page)
     assert "the history of the abacus" in answer and "mock" in answer
@@ -128,15 +161,15 @@ def test_regenerate_makes_a_second_answer_and_both_stay_reachable(base, new_page
     expect(humans(page)).to_have_count(1)
     expect(page.locator("section.subagent")).to_have_count(1)
     expect(page.locator("section.subagent")).to_have_attribute("data-status", "complete")
-    shoot(page, "actions-phone-dark-regenerated")
+    shoot(page, f"actions-{name}-regenerated")
 
     versions.get_by_role("button", name="Previous version").click()
     expect(switcher(assistant_turns(page).last)).to_contain_text("1/2")
     expect(page.locator("section.subagent")).to_have_count(1)
-    shoot(page, "actions-phone-dark-first-answer")
+    shoot(page, f"actions-{name}-first-answer")
     page.reload()
     expect(switcher(assistant_turns(page).last)).to_contain_text("2/2")
-    assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= viewport["width"]
     assert unnamed_controls(page) == []
     assert page.problems == []
 
@@ -169,6 +202,8 @@ def test_threads_are_renamed_and_searched_from_the_sidebar(base, new_page, shoot
         if viewport is PHONE:
             page.get_by_role("button", name="Conversations").click()
         sidebar = page.get_by_role("navigation", name="Conversations")
+        # With a mouse, a thread's buttons show when its row is hovered (or focused).
+        sidebar.locator(f'li[data-thread-id="{thread}"]').hover()
         sidebar.get_by_role("button", name=f"Rename conversation: Research owls for {name}").click()
         field = sidebar.get_by_label(f"New title for “Research owls for {name}”")
         expect(field).to_be_focused()

@@ -164,7 +164,11 @@ def test_a_thread_is_deleted_after_confirmation(base, new_page, shoot):
     thread_id = thread_id_in_url(page)
     sidebar = page.get_by_role("navigation", name="Conversations")
     delete = sidebar.get_by_role("button", name="Delete conversation: calculate 2 + 3")
+    row = sidebar.locator(f'li[data-thread-id="{thread_id}"]')
 
+    # With a mouse, a thread's buttons show when its row is hovered.
+    expect(delete).to_be_hidden()
+    row.hover()
     delete.click()
     dialog = page.get_by_role("dialog", name="Delete this conversation?")
     expect(dialog).to_be_visible()
@@ -173,6 +177,7 @@ def test_a_thread_is_deleted_after_confirmation(base, new_page, shoot):
     expect(dialog).to_be_hidden()
     expect(sidebar.locator(f'li[data-thread-id="{thread_id}"]')).to_have_count(1)
 
+    row.hover()
     delete.click()
     dialog.get_by_role("button", name="Delete").click()
     expect(sidebar.locator(f'li[data-thread-id="{thread_id}"]')).to_have_count(0)

@@ -118,6 +118,7 @@ export function Sidebar({ id, pagePath, threads, loaded, error, currentId, onOpe
                 <span className="thread-title">{thread.title}</span>
                 <span className="thread-time">{relativeTime(thread.updatedAt)}</span>
               </a>
+              <div className="thread-actions">
               <button
                 type="button"
                 className="thread-action thread-rename-button"
@@ -136,6 +137,7 @@ export function Sidebar({ id, pagePath, threads, loaded, error, currentId, onOpe
               >
                 <span aria-hidden="true">×</span>
               </button>
+              </div>
             </li>
           );
         })}

@@ -13,6 +13,7 @@ from django.conf import settings
 
 from chat import commands, db, selectors, services
 from chat.access import ChatAccessError
+from chat.branches import NoSuchCheckpoint, branch_map, checkpoint_tree, off_branch_runs
 from chat.graph_runtime import get_checkpointer, get_served_graph
 from chat.http import BadBody, ChatConsumer, parse_json
 from chat.hub import Subscriber, frame, hubs, wait_event
@@ -29,24 +30,40 @@ STOP_WAIT_SECONDS = 5.0
 
 
 class ThreadListConsumer(ChatConsumer):
-    """GET /api/threads: the caller's threads `[{id, title, updatedAt}]`, newest first."""
+    """GET /api/threads[?q=]: the caller's threads `[{id, title, updatedAt}]`, newest first; `q` keeps those whose
+    title contains it. The search is the server's so that it also finds threads beyond the list's first page."""
 
     methods = ("GET",)
 
     async def respond(self, body: bytes) -> None:
         caller = await self.caller()
-        threads = await db.run(selectors.thread_list_for_caller, caller=caller)
-        await self.send_json(200, [
-            {"id": t.id, "title": t.title or DEFAULT_TITLE, "updatedAt": t.updated_at.isoformat()} for t in threads])
+        query = (self.query.get("q") or [""])[-1][:services.TITLE_MAX_LENGTH]
+        threads = await db.run(selectors.thread_list_for_caller, caller=caller, title_contains=query)
+        await self.send_json(200, [thread_summary(t) for t in threads])
 
 
-class ThreadDeleteConsumer(ChatConsumer):
-    """DELETE /api/threads/:id: the thread, its checkpoints and writes, its runs and its event log."""
+def thread_summary(thread) -> dict:
+    return {"id": thread.id, "title": thread.title or DEFAULT_TITLE, "updatedAt": thread.updated_at.isoformat()}
 
-    methods = ("DELETE",)
+
+class ThreadConsumer(ChatConsumer):
+    """PATCH /api/threads/:id `{title}` renames the thread; DELETE removes it, its checkpoints and writes, its runs
+    and its event log."""
+
+    methods = ("PATCH", "DELETE")
 
     async def respond(self, body: bytes) -> None:
         caller = await self.caller(write=True)
+        if self.scope["method"] == "PATCH":
+            payload = parse_json(body, default={})
+            if not isinstance(payload, dict) or "title" not in payload:
+                raise BadBody("The body must be a JSON object {title}.")
+            thread = await db.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
+            try:
+                thread = await db.run(services.thread_rename, thread=thread, title=payload["title"])
+            except services.InvalidTitle as exc:
+                return await self.send_error(422, "invalid_argument", str(exc))
+            return await self.send_json(200, thread_summary(thread))
         thread = await db.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
         active = await db.run(selectors.run_active, thread=thread)
         if active is not None:
@@ -122,6 +139,25 @@ class HistoryConsumer(ChatConsumer):
         except InvalidStateUpdate as exc:
             raise BadBody(str(exc)) from None
         await self.send_json(200, states)
+
+
+class BranchesConsumer(ChatConsumer):
+    """GET /api/threads/:id/branches[?checkpoint_id=]: the forks on the branch ending at that checkpoint (default: the
+    newest), and where each of its messages can be forked from (chat/branches.py)."""
+
+    methods = ("GET",)
+
+    async def respond(self, body: bytes) -> None:
+        caller = await self.caller()
+        thread = await db.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
+        nodes = await checkpoint_tree(get_served_graph(thread.graph_name), thread.id)
+        if not nodes:
+            return await self.send_error(404, "not_found", f"Thread {thread.id} not found")
+        head = (self.query.get("checkpoint_id") or [""])[-1] or None
+        try:
+            await self.send_json(200, branch_map(nodes, head))
+        except NoSuchCheckpoint as exc:
+            await self.send_error(404, "no_such_checkpoint", str(exc))
 
 
 class CommandsConsumer(ChatConsumer):
@@ -244,11 +280,11 @@ class StreamConsumer(ChatConsumer):
         self.streaming = True
         key = caller.stream_key
         open_streams[key] += 1
-        self.stream_task = asyncio.create_task(self._stream(thread.id, subscription))
+        self.stream_task = asyncio.create_task(self._stream(thread.id, subscription, thread.graph_name))
         # A done callback, not a `finally`: a task cancelled before its first step never runs its body.
         self.stream_task.add_done_callback(lambda _: _release_stream(key))
 
-    async def _stream(self, thread_id: str, subscription) -> None:
+    async def _stream(self, thread_id: str, subscription, graph_name: str) -> None:
         subscriber = Subscriber(subscription)
         try:
             await hubs.attach(thread_id, subscriber)
@@ -257,7 +293,11 @@ class StreamConsumer(ChatConsumer):
             cursor = subscription.since
             if cursor is None:
                 cursor = await db.run(selectors.replay_start, thread_id=thread_id, scope=settings.CHAT_REPLAY_SCOPE)
-            cursor = await self._replay(thread_id, subscriber, cursor)
+            # Runs of branches the thread has left (an edit or a regeneration forked it) are not replayed: the
+            # client would take their `values` for the thread's state.
+            skipped = off_branch_runs(await checkpoint_tree(get_served_graph(graph_name), thread_id,
+                                                            with_messages=False))
+            cursor = await self._replay(thread_id, subscriber, cursor, skipped)
             await self._live(subscriber, cursor)
             # Only an overflowing subscriber gets here: end the response, the client resumes from its last id.
             await self.send_body(b"", more_body=False)
@@ -270,10 +310,10 @@ class StreamConsumer(ChatConsumer):
         finally:
             await asyncio.shield(hubs.detach(thread_id, subscriber))
 
-    async def _replay(self, thread_id: str, subscriber: Subscriber, cursor: int) -> int:
+    async def _replay(self, thread_id: str, subscriber: Subscriber, cursor: int, skipped=frozenset()) -> int:
         matches = subscriber.subscription.matches
         while True:
-            events = await db.run(selectors.events_after, thread_id=thread_id, after_seq=cursor)
+            events = await db.run(selectors.events_after, thread_id=thread_id, after_seq=cursor, exclude_runs=skipped)
             frames = [frame(e) for e in events if matches(e.channel, e.namespace)]
             if frames:
                 await self.send_body(b"".join(frames), more_body=True)

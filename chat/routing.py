@@ -16,7 +16,8 @@ http_routes = [
     re_path(_THREAD + r"/stream(?:/events)?/?$", consumers.StreamConsumer.as_asgi()),
     re_path(_THREAD + r"/state/?$", consumers.StateConsumer.as_asgi()),
     re_path(_THREAD + r"/history/?$", consumers.HistoryConsumer.as_asgi()),
+    re_path(_THREAD + r"/branches/?$", consumers.BranchesConsumer.as_asgi()),
     re_path(_THREAD + r"/runs/(?P<run_id>[^/]+)/cancel/?$", consumers.RunCancelConsumer.as_asgi()),
-    re_path(_THREAD + r"/?$", consumers.ThreadDeleteConsumer.as_asgi()),
+    re_path(_THREAD + r"/?$", consumers.ThreadConsumer.as_asgi()),
     re_path(r"^api/threads/", consumers.NoRouteConsumer.as_asgi()),
 ]

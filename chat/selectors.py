@@ -30,15 +30,21 @@ def thread_get_for_caller(*, thread_id: str, caller: Caller) -> ChatThread:
     return thread
 
 
-def thread_list_for_caller(*, caller: Caller, limit: int = 200) -> list[ChatThread]:
-    """The caller's threads that have state, newest activity first."""
-    return list(ChatThread.objects.filter(has_state=True, **caller.owner_filter).order_by("-updated_at")[:limit])
+def thread_list_for_caller(*, caller: Caller, limit: int = 200, title_contains: str = "") -> list[ChatThread]:
+    """The caller's threads that have state (whose title contains `title_contains`, any case), newest activity
+    first."""
+    threads = ChatThread.objects.filter(has_state=True, **caller.owner_filter)
+    if title_contains.strip():
+        threads = threads.filter(title__icontains=title_contains.strip())
+    return list(threads.order_by("-updated_at")[:limit])
 
 
-def events_after(*, thread_id: str, after_seq: int, limit: int = PAGE) -> list[StoredEvent]:
-    """Stored events of the thread with seq > `after_seq`, oldest first."""
-    rows = (ChatEvent.objects.filter(thread_id=thread_id, seq__gt=after_seq).order_by("seq")
-            .values_list("seq", "channel", "namespace", "payload")[:limit])
+def events_after(*, thread_id: str, after_seq: int, limit: int = PAGE, exclude_runs=()) -> list[StoredEvent]:
+    """Stored events of the thread with seq > `after_seq`, oldest first, leaving out the runs `exclude_runs`."""
+    rows = ChatEvent.objects.filter(thread_id=thread_id, seq__gt=after_seq)
+    if exclude_runs:
+        rows = rows.exclude(run_id__in=list(exclude_runs))
+    rows = rows.order_by("seq").values_list("seq", "channel", "namespace", "payload")[:limit]
     return [StoredEvent(seq, channel, tuple(orjson.loads(namespace)), payload.encode())
             for seq, channel, namespace, payload in rows]
 

@@ -23,7 +23,10 @@ from core.exceptions import Conflict, NotFound
 
 log = logging.getLogger("chat")
 MAX_THREAD_ID_LENGTH = 255
-TITLE_LENGTH = 80
+# Automatic titles stay short enough to tell threads apart in the sidebar; a title given by the user may use the
+# whole column.
+TITLE_LENGTH = 48
+TITLE_MAX_LENGTH = ChatThread._meta.get_field("title").max_length
 DEAD_RUN_ERROR = "The server process executing this run stopped before it finished."
 RESTARTED_ERROR = ("The server process restarted before this run finished: the process executing it stopped "
                    "without ending it.")
@@ -33,6 +36,10 @@ CANCEL_ACK_SECONDS = 3.0
 
 class RunEnded(Exception):
     """Events were offered for a run that has already ended (failed by another process meanwhile)."""
+
+
+class InvalidTitle(ValueError):
+    pass
 
 
 class RunActive(Conflict):
@@ -97,10 +104,40 @@ def title_from_messages(messages: Sequence) -> str:
         content = message.get("content") if isinstance(message, dict) else message.content
         if isinstance(content, list):
             content = " ".join(b.get("text", "") for b in content if isinstance(b, dict))
-        text = " ".join(str(content or "").split())
+        text = shorten_title(str(content or ""))
         if text:
-            return text[:TITLE_LENGTH]
+            return text
     return ""
+
+
+def shorten_title(text: str, limit: int = TITLE_LENGTH) -> str:
+    """`text` on one line, cut at the last word boundary that fits in `limit` characters (with an ellipsis)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    if " " in cut and text[limit - 1] != " ":
+        cut = cut[:cut.rindex(" ")]
+    return cut.rstrip(" ,;:.-–—") + "…"
+
+
+def thread_rename(*, thread: ChatThread, title: object) -> ChatThread:
+    """Give the thread the user's own title (whitespace collapsed).
+
+    Raises:
+        InvalidTitle: not a string, blank, or longer than the title column.
+    """
+    if not isinstance(title, str):
+        raise InvalidTitle("title must be a string.")
+    cleaned = " ".join(title.split())
+    if not cleaned:
+        raise InvalidTitle("title must not be blank.")
+    if len(cleaned) > TITLE_MAX_LENGTH:
+        raise InvalidTitle(f"title must be at most {TITLE_MAX_LENGTH} characters long (it has {len(cleaned)}).")
+    # Not an activity: the thread keeps its place in the newest-first list.
+    thread.title = cleaned
+    ChatThread.objects.filter(pk=thread.pk).update(title=cleaned)
+    return thread
 
 
 def thread_delete(*, thread: ChatThread) -> None:

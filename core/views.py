@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import logging
 
+from django.contrib.staticfiles import finders
 from django.db import DatabaseError, connection
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
+from django.views.decorators.cache import cache_control
 from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET
 
 from core.services import health_probe_write
 
@@ -50,3 +53,11 @@ def healthz(request):
 
 def _first_line(exc: Exception) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
+@require_GET
+@cache_control(public=True, max_age=86400)
+def favicon(request):
+    """/favicon.ico for every page of the site (browsers ask for it even where no page links it)."""
+    with open(finders.find("core/favicon.ico"), "rb") as icon:
+        return HttpResponse(icon.read(), content_type="image/x-icon")

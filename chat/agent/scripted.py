@@ -25,11 +25,30 @@ MODEL_NAME = "scripted-offline"
 TOKEN_DELAY_SECONDS = 0.02
 Role = Literal["coordinator", "researcher", "math-whiz"]
 
-NOTHING_TO_DELEGATE = (
-    "I am the offline scripted model, so I can only delegate: lookups go to the researcher and arithmetic goes to "
-    "math-whiz. Ask me to research a topic or to calculate an expression, for example \"Research LangGraph "
-    "streaming, and separately calculate 42 * 17.\""
-)
+# Markdown on purpose: besides saying what the offline model can do, it shows a page every kind of block it renders.
+NOTHING_TO_DELEGATE = """### What the offline model can do
+
+I am the offline scripted model, so I can only delegate:
+
+- **lookups** go to the researcher, whose search tool is a mock;
+- **arithmetic** goes to math-whiz, whose calculator is real.
+
+| You write | Goes to |
+|---|---|
+| Research the history of the abacus | researcher |
+| Calculate 42 * 17 | math-whiz |
+
+Other clients start the same work with a `run.start` command:
+
+```json
+{
+  "id": 1,
+  "method": "run.start",
+  "params": {
+    "input": {"messages": [{"type": "human", "content": "Calculate 42 * 17"}]}
+  }
+}
+```"""
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -46,15 +65,15 @@ class ScriptedChatModel(BaseChatModel):
         # The script knows its tools by role; binding changes nothing.
         return self
 
-    def respond(self, messages: Sequence[BaseMessage]) -> AIMessage:
-        """The whole answer to the conversation so far."""
+    def respond(self, messages: Sequence[BaseMessage], *, run: str = "") -> AIMessage:
+        """The whole answer to the conversation so far; `run` (the run's id) only seeds the tool-call ids."""
         turn = _current_turn(messages)
         if self.role == "coordinator":
-            message = _coordinator_turn(turn)
+            message = _coordinator_turn(turn, run)
         elif self.role == "researcher":
-            message = _researcher_turn(turn)
+            message = _researcher_turn(turn, run)
         else:
-            message = _math_turn(turn)
+            message = _math_turn(turn, run)
         words = sum(len(str(m.content).split()) for m in messages)
         output = len(_text_of(message).split()) + len(message.tool_calls) * 8
         message.usage_metadata = {"input_tokens": words, "output_tokens": output, "total_tokens": words + output}
@@ -62,10 +81,10 @@ class ScriptedChatModel(BaseChatModel):
         return message
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self.respond(messages))])
+        return ChatResult(generations=[ChatGeneration(message=self.respond(messages, run=_run_of(run_manager)))])
 
     async def _astream(self, messages, stop=None, run_manager=None, **kwargs) -> AsyncIterator[ChatGenerationChunk]:
-        message = self.respond(messages)
+        message = self.respond(messages, run=_run_of(run_manager))
         pause = self.token_delay * delay_scale()
         for piece in stream_pieces(message):
             yield ChatGenerationChunk(message=piece)
@@ -94,9 +113,22 @@ def stream_pieces(message: AIMessage) -> list[AIMessageChunk]:
     return pieces
 
 
+def _run_of(run_manager: Any) -> str:
+    # The server puts its run id in the run's metadata. A regenerated answer (a fork re-running the same turn) must
+    # not reuse the first answer's tool-call ids: the client keys subagent cards by them.
+    metadata = getattr(run_manager, "metadata", None) or {}
+    return str(metadata.get("run_id") or "")
+
+
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """'1 lookup', '2 lookups'."""
+    return f"{count} {noun if count == 1 else plural_form or noun + 's'}"
+
+
 def _words(text: str) -> list[str]:
+    # Every space is kept (the pieces add up to the text): code blocks in an answer keep their indentation.
     words = text.split(" ")
-    return [word if i == 0 else " " + word for i, word in enumerate(words) if word or i == 0]
+    return [word if i == 0 else " " + word for i, word in enumerate(words)]
 
 
 def _current_turn(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -113,9 +145,9 @@ def _text_of(message: BaseMessage) -> str:
     return " ".join(b.get("text", "") for b in message.content if isinstance(b, dict) and b.get("type") == "text")
 
 
-def _call_id(turn: Sequence[BaseMessage], index: int) -> str:
-    # Deterministic for a given conversation, and different on every turn (the client keys subagents by it).
-    seed = "|".join(f"{m.type}:{m.id}:{_text_of(m)}" for m in turn) + f"#{index}"
+def _call_id(turn: Sequence[BaseMessage], index: int, run: str = "") -> str:
+    # Deterministic for a given conversation and run, and different on every turn (the client keys subagents by it).
+    seed = "|".join(f"{m.type}:{m.id}:{_text_of(m)}" for m in turn) + f"#{index}@{run}"
     return "call_" + hashlib.sha256(seed.encode()).hexdigest()[:24]
 
 
@@ -126,7 +158,7 @@ def _reasoned(reasoning: str, text: str = "", tool_calls: list | None = None) ->
     return AIMessage(content=content, tool_calls=tool_calls or [])
 
 
-def _coordinator_turn(turn: list[BaseMessage]) -> AIMessage:
+def _coordinator_turn(turn: list[BaseMessage], run: str = "") -> AIMessage:
     results = [m for m in turn if isinstance(m, ToolMessage)]
     if results:
         return _coordinator_answer(turn, results)
@@ -136,11 +168,13 @@ def _coordinator_turn(turn: list[BaseMessage]) -> AIMessage:
                          "delegate.", NOTHING_TO_DELEGATE)
     calls = [(RESEARCHER_NAME, f"Research {topic}") for topic in plan.lookups]
     calls += [(MATH_NAME, f"Calculate {expression}") for expression in plan.calculations]
-    parts = [f"{len(plan.lookups)} lookup(s) for the researcher"] if plan.lookups else []
-    parts += [f"{len(plan.calculations)} calculation(s) for math-whiz"] if plan.calculations else []
-    reasoning = f"The request needs {' and '.join(parts)}; delegating them in parallel."
+    parts = [f"{plural(len(plan.lookups), 'lookup')} for the researcher"] if plan.lookups else []
+    parts += [f"{plural(len(plan.calculations), 'calculation')} for math-whiz"] if plan.calculations else []
+    single = len(calls) == 1
+    reasoning = (f"The request needs {' and '.join(parts)}; "
+                 f"{'delegating it' if single else 'delegating them in parallel'}.")
     tool_calls = [
-        {"name": "task", "args": {"description": description, "subagent_type": agent}, "id": _call_id(turn, i)}
+        {"name": "task", "args": {"description": description, "subagent_type": agent}, "id": _call_id(turn, i, run)}
         for i, (agent, description) in enumerate(calls)
     ]
     return _reasoned(reasoning, tool_calls=tool_calls)
@@ -152,33 +186,37 @@ def _coordinator_answer(turn: list[BaseMessage], results: list[ToolMessage]) -> 
     labels = {RESEARCHER_NAME: "Research", MATH_NAME: "Math"}
     lines = [f"**{labels.get(agents.get(r.tool_call_id), 'Result')}** ({agents.get(r.tool_call_id, r.name)}): "
              f"{_text_of(r).strip()}" for r in results]
-    reasoning = f"{len(results)} subagent result(s) arrived; combining them into a labeled answer."
+    reasoning = (f"{plural(len(results), 'subagent result')} arrived; "
+                 f"combining {'it' if len(results) == 1 else 'them'} into a labeled answer.")
     return _reasoned(reasoning, "\n\n".join(lines))
 
 
-def _researcher_turn(turn: list[BaseMessage]) -> AIMessage:
+def _researcher_turn(turn: list[BaseMessage], run: str = "") -> AIMessage:
     query = research_query(_text_of(turn[0]))
     results = [m for m in turn if isinstance(m, ToolMessage)]
     if not results:
         return AIMessage(content="", tool_calls=[
-            {"name": "search_web", "args": {"query": query}, "id": _call_id(turn, 0)}])
+            {"name": "search_web", "args": {"query": query}, "id": _call_id(turn, 0, run)}])
     try:
         hits = json.loads(_text_of(results[-1]))["results"]
     except (ValueError, KeyError, TypeError):
         hits = []
     if not hits:
         return AIMessage(content=f"I searched for \"{query}\" but found nothing useful.")
+    # Built only from what the search returned: its snippet, and its own word on whether it is a mock.
     first = hits[0]
-    return AIMessage(content=f"I searched for \"{query}\". {first.get('snippet', '').strip()} "
-                             f"(source: {first.get('title', 'search result')}).")
+    snippet = str(first.get("snippet", "")).strip() or "The result had no text."
+    source = str(first.get("title", "search result")).strip()
+    more = f" It returned {plural(len(hits), 'result')}; the first reads:" if len(hits) > 1 else ""
+    return AIMessage(content=f"I searched for \"{query}\".{more} {snippet} (source: {source})")
 
 
-def _math_turn(turn: list[BaseMessage]) -> AIMessage:
+def _math_turn(turn: list[BaseMessage], run: str = "") -> AIMessage:
     expression = calculation_expression(_text_of(turn[0]))
     results = [m for m in turn if isinstance(m, ToolMessage)]
     if not results:
         return AIMessage(content="", tool_calls=[
-            {"name": "calculator", "args": {"expression": expression}, "id": _call_id(turn, 0)}])
+            {"name": "calculator", "args": {"expression": expression}, "id": _call_id(turn, 0, run)}])
     outcome = _text_of(results[-1]).strip()
     if outcome.startswith("Error evaluating"):
         return AIMessage(content=f"I could not evaluate {expression}: {outcome}")

@@ -14,10 +14,20 @@ from pydantic import BaseModel, Field
 
 SEARCH_DELAY_SECONDS = 0.3
 CALCULATOR_DELAY_SECONDS = 0.1
-SNIPPET = (
-    "LangGraph streaming sends token deltas on the messages channel and tool lifecycle events on tools. Subagent runs "
-    "carry their own namespace so the UI can render them in dedicated cards."
+# The examples' mock always returned one canned paragraph about LangGraph streaming, whatever was asked; this one
+# answers about the query and says plainly that it is a mock, so the offline model never passes it off as a finding.
+MOCK_TITLE = "Mock result for: {query}"
+MOCK_SNIPPET = (
+    "This search is a mock: no web request was made, so there are no real findings about {query} to report. "
+    "A real search tool would summarise pages about {query} here."
 )
+
+
+def mock_search_results(query: str) -> dict:
+    """What the mock search returns for `query`: one result about the query, marked as a mock."""
+    topic = " ".join(query.split()) or "the empty query"
+    return {"results": [{"title": MOCK_TITLE.format(query=topic), "snippet": MOCK_SNIPPET.format(query=topic),
+                         "mock": True}]}
 
 
 def delay_scale() -> float:
@@ -40,7 +50,7 @@ class CalculatorInput(BaseModel):
 async def search_web(query: str) -> str:
     """Search the web for information."""
     await asyncio.sleep(SEARCH_DELAY_SECONDS * delay_scale())
-    return json.dumps({"results": [{"title": f"Result for: {query}", "snippet": SNIPPET}]})
+    return json.dumps(mock_search_results(query))
 
 
 @tool("calculator", args_schema=CalculatorInput)

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from "react";
 
-import { ApiError, deleteThread, listThreads, type ThreadSummary } from "./api";
+import { ApiError, deleteThread, renameThread, searchThreads, type ThreadSummary } from "./api";
 import { Chat } from "./components/Chat";
 import { ConfirmDialog } from "./components/ConfirmDialog";
 import { Sidebar } from "./components/Sidebar";
@@ -23,13 +23,15 @@ export function App({ config }: { config: PageConfig }) {
   const [needsLogin, setNeedsLogin] = useState(false);
   const [sidebarOpen, setSidebarOpen] = useState(false);
   const [pendingDelete, setPendingDelete] = useState<ThreadSummary | null>(null);
+  const [query, setQuery] = useState("");
+  const queryRef = useRef("");
   const refreshSeq = useRef(0);
   const sidebarToggle = useRef<HTMLButtonElement>(null);
 
   const refreshThreads = useCallback(async () => {
     const seq = ++refreshSeq.current;
     try {
-      const found = await listThreads(config.apiUrl);
+      const found = await searchThreads(config.apiUrl, queryRef.current);
       if (seq !== refreshSeq.current) return;
       setThreads(found);
       setThreadsError(null);
@@ -46,6 +48,28 @@ export function App({ config }: { config: PageConfig }) {
   useEffect(() => {
     void refreshThreads();
   }, [refreshThreads]);
+
+  // The search runs on the server (it also finds threads beyond the list's first page), a moment after typing.
+  useEffect(() => {
+    queryRef.current = query;
+    const timer = window.setTimeout(() => void refreshThreads(), 200);
+    return () => window.clearTimeout(timer);
+  }, [query, refreshThreads]);
+
+  const rename = useCallback(
+    async (thread: ThreadSummary, title: string) => {
+      try {
+        const renamed = await renameThread(config.apiUrl, thread.id, title);
+        setThreads((found) => found.map((t) => (t.id === renamed.id ? { ...t, title: renamed.title } : t)));
+        setThreadsError(null);
+        return true;
+      } catch (error) {
+        setThreadsError(error instanceof Error ? error.message : "Could not rename the conversation.");
+        return false;
+      }
+    },
+    [config.apiUrl],
+  );
 
   const open = useCallback(
     (threadId: string | null, { push = true } = {}) => {
@@ -101,8 +125,10 @@ export function App({ config }: { config: PageConfig }) {
     return () => window.removeEventListener("keydown", onKey);
   }, [sidebarOpen, closeSidebar]);
 
+  // Not while a search filters the list: the open thread may simply not match it.
   const missing = Boolean(
-    mounted.threadId && threadsLoaded && !threadsError && !threads.some((t) => t.id === mounted.threadId),
+    mounted.threadId && threadsLoaded && !threadsError && !query.trim() &&
+      !threads.some((t) => t.id === mounted.threadId),
   );
 
   if (needsLogin) {
@@ -139,6 +165,9 @@ export function App({ config }: { config: PageConfig }) {
         currentId={currentId}
         onOpen={(threadId) => open(threadId)}
         onDelete={setPendingDelete}
+        onRename={rename}
+        query={query}
+        onQuery={setQuery}
         onClose={closeSidebar}
       />
       {sidebarOpen ? <div className="scrim" aria-hidden="true" onClick={closeSidebar} /> : null}

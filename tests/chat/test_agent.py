@@ -57,11 +57,17 @@ def test_the_calculator_answers_bad_input_with_an_error_text_and_never_evaluates
     assert answer.startswith(f"Error evaluating: {expression} (") and reason in answer
 
 
-async def test_the_tools_return_what_the_examples_return():
+async def test_the_calculator_returns_what_the_examples_return():
     assert await calculator.ainvoke({"expression": "42 * 17"}) == "714"
-    found = json.loads(await search_web.ainvoke({"query": "LangGraph streaming"}))
-    assert found["results"][0]["title"] == "Result for: LangGraph streaming"
-    assert found["results"][0]["snippet"].startswith("LangGraph streaming sends token deltas")
+
+
+async def test_the_mock_search_answers_about_the_query_and_says_it_is_a_mock():
+    found = json.loads(await search_web.ainvoke({"query": "the history of the abacus"}))
+    [result] = found["results"]
+    assert result["title"] == "Mock result for: the history of the abacus"
+    assert result["mock"] is True
+    assert "mock" in result["snippet"] and "the history of the abacus" in result["snippet"]
+    assert "LangGraph" not in result["snippet"]
 
 
 @pytest.mark.parametrize(("prompt", "lookups", "calculations"), [
@@ -94,6 +100,26 @@ def test_the_scripted_model_is_deterministic_but_never_reuses_a_tool_call_id_acr
                             ToolMessage("2", tool_call_id=first.tool_calls[0]["id"]),
                             AIMessage("done"), HumanMessage("calculate 1 + 1", id="b")])
     assert second.tool_calls[0]["id"] != first.tool_calls[0]["id"]
+
+
+def test_counts_in_the_reasoning_are_pluralised_properly():
+    model = ScriptedChatModel(role="coordinator")
+    one = model.respond([HumanMessage("Research owls", id="h")]).content[0]["reasoning"]
+    assert "1 lookup for the researcher" in one and "(s)" not in one
+    two = model.respond([HumanMessage("Research owls and research bats, then calculate 1 + 2", id="h")])
+    reasoning = two.content[0]["reasoning"]
+    assert "2 lookups for the researcher and 1 calculation for math-whiz" in reasoning and "(s)" not in reasoning
+    call = two.tool_calls[0]
+    answer = model.respond([HumanMessage("Research owls", id="h"), AIMessage("", tool_calls=[call]),
+                            ToolMessage("Owls hunt at night.", tool_call_id=call["id"])])
+    assert answer.content[0]["reasoning"].startswith("1 subagent result arrived; combining it")
+
+
+def test_a_rerun_of_the_same_turn_gets_new_tool_call_ids():
+    model = ScriptedChatModel(role="coordinator")
+    turn = [HumanMessage("calculate 1 + 1", id="a")]
+    assert model.respond(turn, run="r1") == model.respond(turn, run="r1")
+    assert model.respond(turn, run="r1").tool_calls[0]["id"] != model.respond(turn, run="r2").tool_calls[0]["id"]
 
 
 def test_streamed_pieces_carry_the_reasoning_the_words_and_the_tool_call_arguments():
@@ -129,6 +155,14 @@ async def test_a_lookup_alone_goes_to_the_researcher_only(graph):
     assert "**Research** (researcher): I searched for \"the tallest building in Paris\"" in _answer(messages)
 
 
+async def test_the_abacus_question_is_answered_about_the_abacus_and_says_the_search_is_a_mock(graph):
+    messages = await _run(graph, "Research the history of the abacus")
+    answer = _answer(messages)
+    assert answer.startswith("**Research** (researcher): I searched for \"the history of the abacus\".")
+    assert "mock" in answer and "no real findings about the history of the abacus" in answer
+    assert "LangGraph" not in answer and "(s)" not in answer
+
+
 async def test_arithmetic_alone_goes_to_the_math_whiz_only(graph):
     messages = await _run(graph, "How much is 1234 + 4321?")
     calls = [c["args"]["subagent_type"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
@@ -138,7 +172,7 @@ async def test_arithmetic_alone_goes_to_the_math_whiz_only(graph):
 
 async def test_the_example_prompt_is_answered_from_both_tool_results(graph):
     answer = _answer(await _run(graph, EXAMPLE_PROMPT))
-    assert "42 * 17 = 714" in answer and "Subagent runs carry their own namespace" in answer
+    assert "42 * 17 = 714" in answer and "no real findings about LangGraph streaming" in answer
 
 
 async def test_a_bad_expression_is_reported_from_the_calculator_error(graph):
@@ -195,3 +229,13 @@ def test_a_graph_loads_from_a_module_path_a_file_path_and_a_factory(tmp_path):
 def test_a_bad_graph_spec_is_a_clear_error(spec):
     with pytest.raises(GraphLoadError):
         load_graph(spec, checkpointer=InMemorySaver())
+
+
+def test_a_request_with_nothing_to_delegate_gets_a_markdown_answer_that_streams_back_intact():
+    message = ScriptedChatModel(role="coordinator").respond([HumanMessage("hello", id="h")])
+    text = message.content[1]["text"]
+    assert text.startswith("### What the offline model can do") and "| You write | Goes to |" in text
+    assert '```json\n{\n  "id": 1,' in text
+    pieces = [p.content[0] for p in stream_pieces(message) if p.content]
+    streamed = "".join(piece["text"] for piece in pieces if piece["type"] == "text")
+    assert streamed == text

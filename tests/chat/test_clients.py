@@ -83,7 +83,7 @@ def test_the_official_js_client_holds_a_whole_conversation(chat_server, transact
     assert delegations == ["researcher", "math-whiz"]
     assert turn1["messages"][1]["reasoning"] and turn1["messages"][-1]["reasoning"]
     answer = ai_text(turn1["messages"][-1])
-    assert "42 * 17 = 714" in answer and "Subagent runs carry their own namespace" in answer
+    assert "42 * 17 = 714" in answer and "no real findings about LangGraph streaming" in answer
     assert not turn1["is_loading"] and turn1["error"] is None
     # The coordinator's own tool calls are its two delegations; the subagents' tool calls stay theirs.
     assert sorted((c["name"], c["status"]) for c in turn1["tool_calls"]) == [("task", "finished")] * 2

@@ -56,6 +56,8 @@ def attempts(base: str, thread: str, headers: dict) -> dict[str, httpx.Response]
             "input": {"messages": [{"type": "human", "content": "hi"}]}}}, headers=headers),
         "cancel": httpx.post(f"{url}/runs/{uuid.uuid4()}/cancel", headers=headers),
         "stream": streamed,
+        "rename": httpx.patch(url, json={"title": "Taken over"}, headers=headers),
+        "branches": httpx.get(f"{url}/branches", headers=headers),
         "delete": httpx.delete(url, headers=headers),
     }
 
@@ -68,9 +70,11 @@ def test_someone_elses_thread_is_404_on_every_route_exactly_like_a_missing_one(b
         for route, response in attempts(base, thread, callers[intruder]).items():
             assert response.status_code == 404, (owner, intruder, route, response.text)
             assert response.json() == {"error": "not_found", "message": f"Thread {thread} not found"}
-    # The owner still has everything.
+    # The owner still has everything, under its own title.
     state = httpx.get(f"{base}/api/threads/{thread}/state", headers=callers[owner]).json()
     assert state["values"]["messages"][0]["content"] == "calculate 1 + 2"
+    listed = httpx.get(f"{base}/api/threads", headers=callers[owner]).json()
+    assert [t["title"] for t in listed if t["id"] == thread] == ["calculate 1 + 2"]
 
 
 def test_each_caller_lists_only_its_own_threads(base, callers):

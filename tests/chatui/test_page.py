@@ -107,7 +107,7 @@ def test_the_example_prompt_streams_both_subagents_into_a_final_answer(base, new
     expect(subagent(page, "math-whiz")).to_have_attribute("data-status", "complete")
     assert thread_id_in_url(page) == thread_id
     expect_example_answered(page)
-    expect(transcript(page).locator("article.msg-human")).to_have_text([EXAMPLE])
+    expect(transcript(page).locator("article.msg-human .msg-text")).to_have_text([EXAMPLE])
     expect(page.get_by_role("navigation", name="Conversations").locator("a[aria-current=page]")).to_have_count(1)
     subagent(page, "math-whiz").get_by_role("button", name="math-whiz").click()
     expect(subagent(page, "math-whiz").locator('section.tool-call[data-tool="calculator"] .tool-result')).to_have_text(
@@ -126,7 +126,7 @@ def test_a_reload_mid_run_reattaches_and_shows_everything_so_far(base, new_page,
     wait_until_running(page)
     expect(subagent(page, "researcher")).to_be_visible()
     expect(subagent(page, "math-whiz")).to_be_visible()
-    expect(transcript(page).locator("article.msg-human")).to_have_text([EXAMPLE])
+    expect(transcript(page).locator("article.msg-human .msg-text")).to_have_text([EXAMPLE])
     shoot(page, "desktop-reattached")
     wait_for_run_end(page)
     expect_example_answered(page)
@@ -164,7 +164,11 @@ def test_a_thread_is_deleted_after_confirmation(base, new_page, shoot):
     thread_id = thread_id_in_url(page)
     sidebar = page.get_by_role("navigation", name="Conversations")
     delete = sidebar.get_by_role("button", name="Delete conversation: calculate 2 + 3")
+    row = sidebar.locator(f'li[data-thread-id="{thread_id}"]')
 
+    # With a mouse, a thread's buttons show when its row is hovered.
+    expect(delete).to_be_hidden()
+    row.hover()
     delete.click()
     dialog = page.get_by_role("dialog", name="Delete this conversation?")
     expect(dialog).to_be_visible()
@@ -173,6 +177,7 @@ def test_a_thread_is_deleted_after_confirmation(base, new_page, shoot):
     expect(dialog).to_be_hidden()
     expect(sidebar.locator(f'li[data-thread-id="{thread_id}"]')).to_have_count(1)
 
+    row.hover()
     delete.click()
     dialog.get_by_role("button", name="Delete").click()
     expect(sidebar.locator(f'li[data-thread-id="{thread_id}"]')).to_have_count(0)

@@ -77,3 +77,15 @@ def test_a_login_from_elsewhere_never_redirects_off_site(client, db):
     response = client.post("/chat/login/", {"username": "erin", "password": "erin-secret-1",
                                             "next": "https://evil.example/steal"})
     assert response.status_code == 302 and response["Location"] == "/chat/"
+
+
+def test_the_site_has_a_favicon_and_the_chat_pages_link_it(client, settings, db):
+    settings.CHAT_ALLOW_ANONYMOUS = True
+    response = client.get("/favicon.ico")
+    assert response.status_code == 200 and response["Content-Type"] == "image/x-icon"
+    assert response.content[:4] == b"\x00\x00\x01\x00"  # an ICO directory
+    assert "max-age=86400" in response["Cache-Control"]
+    for path in ("/chat/", "/chat/login/"):
+        html = client.get(path).content.decode()
+        assert '<link rel="icon" href="/favicon.ico" sizes="any">' in html
+        assert 'href="/static/core/favicon.svg" type="image/svg+xml"' in html

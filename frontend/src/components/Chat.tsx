@@ -1,12 +1,14 @@
-import { HumanMessage } from "@langchain/core/messages";
+import { type BaseMessage, HumanMessage } from "@langchain/core/messages";
 import { type SubagentDiscoverySnapshot, useStream } from "@langchain/react";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 
+import { type BranchMap, getBranches, messagesAt, startFork } from "../api";
 import type { PageConfig } from "../config";
 import { describeError } from "../lib/errors";
 import { type CallOf, kindOf, toolCallsOf, toolResultsById } from "../lib/messages";
 import { Composer } from "./Composer";
-import { MessageList } from "./MessageList";
+import { BranchSwitcher, type TranscriptActions } from "./MessageActions";
+import { MessageList, turnEnds } from "./MessageList";
 import type { Status } from "./Status";
 import { SubagentCard, type SubagentView } from "./SubagentCard";
 
@@ -48,6 +50,11 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
   const [stopping, setStopping] = useState(false);
   const [stopped, setStopped] = useState(false);
   const [actionError, setActionError] = useState<string | null>(null);
+  // Branches: where the shown branch forks (from the server), and the branch shown when it is not the newest one.
+  const [branches, setBranches] = useState<BranchMap | null>(null);
+  const [view, setView] = useState<{ head: string; messages: BaseMessage[] } | null>(null);
+  const [forking, setForking] = useState(false);
+  const [switching, setSwitching] = useState(false);
   const localRunId = useRef<string | null>(null);
 
   const trackingFetch = useCallback<typeof fetch>(async (input, init) => {
@@ -86,9 +93,71 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
     };
   }, []);
 
-  const running = stream.isLoading;
-  const messages = stream.messages;
+  const running = stream.isLoading || forking;
+  // The newest branch streams through the client; an older one is a snapshot read from its checkpoint.
+  const messages: readonly BaseMessage[] = view ? view.messages : stream.messages;
   const results = useMemo(() => toolResultsById(messages), [messages]);
+  const threadKey = stream.threadId ?? threadId;
+  const idle = !running && !switching && !stream.isThreadLoading;
+
+  const loadBranches = useCallback(
+    async (head: string | null) => {
+      if (!threadKey) return;
+      try {
+        setBranches(await getBranches(config.apiUrl, threadKey, head));
+      } catch (error) {
+        setActionError(describeError(error, config, "Could not load the conversation's versions").message);
+      }
+    },
+    [config, threadKey],
+  );
+
+  // Once the thread is loaded and after every run: the forks of the newest branch.
+  useEffect(() => {
+    if (threadKey && !stream.isLoading && !stream.isThreadLoading && !view) void loadBranches(null);
+  }, [threadKey, stream.isLoading, stream.isThreadLoading, view, loadBranches]);
+
+  const switchTo = useCallback(
+    async (head: string) => {
+      if (!threadKey || !branches) return;
+      setSwitching(true);
+      setActionError(null);
+      try {
+        if (head === branches.latest) {
+          setView(null);
+          await loadBranches(null);
+        } else {
+          const found = (await messagesAt(config.apiUrl, threadKey, head)) as BaseMessage[];
+          setView({ head, messages: found });
+          await loadBranches(head);
+        }
+      } catch (error) {
+        setActionError(describeError(error, config, "Could not open that version").message);
+      } finally {
+        setSwitching(false);
+      }
+    },
+    [branches, config, loadBranches, threadKey],
+  );
+
+  // Edits, regenerations and messages sent from an older branch start a run from an earlier checkpoint; the chat
+  // then reconnects from scratch, so the streaming client follows the new branch.
+  const fork = useCallback(
+    async (checkpointId: string, input: Record<string, unknown> | null) => {
+      if (!threadKey) return;
+      setForking(true);
+      setActionError(null);
+      try {
+        await startFork(config.apiUrl, threadKey, checkpointId, input);
+        onThreadsChanged();
+        onReload();
+      } catch (error) {
+        setActionError(describeError(error, config, "Could not start the run").message);
+        setForking(false);
+      }
+    },
+    [config, onReload, onThreadsChanged, threadKey],
+  );
 
   // Cards for the coordinator's `task` calls, in the order the calls were made.
   const subagentFor = useCallback(
@@ -119,12 +188,49 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
     (text: string) => {
       setActionError(null);
       setStopped(false);
+      if (view) {
+        void fork(view.head, { messages: [{ type: "human", content: text }] });
+        return;
+      }
       stream.submit({ messages: [new HumanMessage(text)] }).catch((error: unknown) => {
         setActionError(describeError(error, config).message);
       });
     },
-    [stream, config],
+    [stream, config, view, fork],
   );
+
+  const ends = useMemo(() => turnEnds(messages), [messages]);
+  const entryAt = useCallback(
+    (index: number) => {
+      const entry = branches?.messages[index];
+      return entry && entry.id === messages[index]?.id ? entry : undefined;
+    },
+    [branches, messages],
+  );
+  const actions: TranscriptActions = {
+    idle,
+    switcher: (index) => {
+      const found = (branches?.forks ?? []).filter((f) => {
+        const at = messages[f.message_index];
+        if (!at) return false;
+        return (kindOf(at) === "human" ? f.message_index : ends[f.message_index]) === index;
+      });
+      return found.map((f) => (
+        <BranchSwitcher key={f.checkpoint_id} current={f.current} count={f.heads.length} disabled={!idle}
+                        onSwitch={(next) => void switchTo(f.heads[next])} />
+      ));
+    },
+    canEdit: (index) => Boolean(entryAt(index)?.edit_from),
+    onEdit: (index, text) => {
+      const from = entryAt(index)?.edit_from;
+      if (from) void fork(from, { messages: [{ type: "human", content: text }] });
+    },
+    canRegenerate: (index) => index === ends[messages.length - 1] && Boolean(entryAt(index)?.regenerate_from),
+    onRegenerate: (index) => {
+      const from = entryAt(index)?.regenerate_from;
+      if (from) void fork(from, null);
+    },
+  };
 
   const stop = useCallback(async () => {
     setStopping(true);
@@ -157,7 +263,7 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
   });
 
   const runError = stream.error ? describeError(stream.error, config) : null;
-  const empty = messages.length === 0 && !stream.isThreadLoading;
+  const empty = messages.length === 0 && !stream.isThreadLoading && !forking;
   const lastIsAi = messages.length > 0 && kindOf(messages[messages.length - 1]) === "ai";
 
   return (
@@ -199,8 +305,17 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
               <p className="example">{EXAMPLE_PROMPT}</p>
             </div>
           ) : null}
-          <MessageList messages={messages} toolCalls={stream.toolCalls} active={running} renderCall={renderCall} />
-          {orphans.map((snapshot) => (
+          <MessageList messages={messages} toolCalls={view ? [] : stream.toolCalls} active={running && !view}
+                       renderCall={renderCall} actions={actions} />
+          {view ? (
+            <p className="muted branch-note" role="status">
+              You are looking at an earlier version of this conversation. A message sent now continues it from here.
+            </p>
+          ) : null}
+          {forking ? (
+            <p className="working" role="status"><span className="spinner" aria-hidden="true" /> Starting the run…</p>
+          ) : null}
+          {(view ? [] : orphans).map((snapshot) => (
             <SubagentCard
               key={snapshot.id}
               stream={stream}
@@ -222,7 +337,7 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
           {actionError ? <div className="error-box" role="alert"><p>{actionError}</p></div> : null}
         </div>
       </div>
-      <Composer running={running} stopping={stopping} onSend={send} onStop={stop} />
+      <Composer running={running} stopping={stopping} onSend={send} onStop={stop} canStop={!forking} />
     </div>
   );
 }

@@ -5,10 +5,12 @@ interface Props {
   stopping: boolean;
   onSend: (text: string) => void;
   onStop: () => void;
+  /** False while a run is only being started: there is nothing to stop yet. */
+  canStop?: boolean;
 }
 
 /** The message box: Enter sends, Shift+Enter adds a line; sending waits for the run to end, Stop cancels it. */
-export function Composer({ running, stopping, onSend, onStop }: Props) {
+export function Composer({ running, stopping, onSend, onStop, canStop = true }: Props) {
   const [text, setText] = useState("");
   const box = useRef<HTMLTextAreaElement>(null);
   const canSend = !running && text.trim().length > 0;
@@ -57,7 +59,7 @@ export function Composer({ running, stopping, onSend, onStop }: Props) {
         {running ? "The agent is working: you can send once it has finished, or stop it." : ""}
       </span>
       <div className="composer-actions">
-        {running ? (
+        {running && canStop ? (
           <button type="button" className="button button-stop" onClick={onStop} disabled={stopping}>
             {stopping ? "Stopping…" : "Stop"}
           </button>

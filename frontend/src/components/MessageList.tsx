@@ -13,6 +13,7 @@ import {
   toolResultsById,
 } from "../lib/messages";
 import { Markdown } from "./Markdown";
+import { AnswerActions, HumanMessage, type TranscriptActions } from "./MessageActions";
 import { Reasoning } from "./Reasoning";
 import type { Status } from "./Status";
 import { ToolCallCard, type ToolCallView } from "./ToolCallCard";
@@ -27,6 +28,21 @@ interface Props {
   renderCall?: (call: CallOf) => ReactNode | null;
   /** Human messages to leave out (a subagent's task is already in its card's header). */
   skipHumanText?: string;
+  /** Copy, edit, regenerate and branch switching (the root transcript only). */
+  actions?: TranscriptActions;
+}
+
+/** For each message, the index of the last assistant message of its turn (a turn ends at the next user message). */
+export function turnEnds(messages: readonly BaseMessage[]): number[] {
+  const ends = new Array<number>(messages.length).fill(-1);
+  let lastAi = -1;
+  for (let index = messages.length - 1; index >= 0; index--) {
+    const kind = kindOf(messages[index]);
+    if (kind === "human") lastAi = -1;
+    else if (kind === "ai" && lastAi === -1) lastAi = index;
+    ends[index] = kind === "human" ? -1 : lastAi;
+  }
+  return ends;
 }
 
 function callView(call: CallOf, live: AssembledToolCall | undefined, result: ToolResult | undefined,
@@ -46,8 +62,9 @@ function callView(call: CallOf, live: AssembledToolCall | undefined, result: Too
 }
 
 /** A transcript: human turns, assistant turns (thinking, markdown text, tool calls); tool results sit in their call. */
-export function MessageList({ messages, toolCalls, active, renderCall, skipHumanText }: Props) {
+export function MessageList({ messages, toolCalls, active, renderCall, skipHumanText, actions }: Props) {
   const results = toolResultsById(messages);
+  const ends = turnEnds(messages);
   const live = new Map(toolCalls.map((call) => [call.callId ?? call.id, call]));
   const lastAi = messages.reduce((found, message, index) => (kindOf(message) === "ai" ? index : found), -1);
   return (
@@ -57,11 +74,7 @@ export function MessageList({ messages, toolCalls, active, renderCall, skipHuman
         if (kind === "human") {
           const text = textOf(message);
           if (skipHumanText !== undefined && text.trim() === skipHumanText.trim()) return null;
-          return (
-            <article key={messageKey(message, index)} className="msg msg-human" aria-label="You said">
-              <div className="msg-text">{text}</div>
-            </article>
-          );
+          return <HumanMessage key={messageKey(message, index)} index={index} text={text} actions={actions} />;
         }
         if (kind !== "ai") return null;
         const reasoning = reasoningOf(message);
@@ -69,8 +82,9 @@ export function MessageList({ messages, toolCalls, active, renderCall, skipHuman
         const calls = toolCallsOf(message);
         const thinking = active && index === lastAi && !text && calls.length === 0;
         if (!reasoning && !text && calls.length === 0 && !(active && index === lastAi)) return null;
+        const endsTurn = actions !== undefined && ends[index] === index;
         return (
-          <article key={messageKey(message, index)} className="msg msg-ai" aria-label="Assistant">
+          <article key={messageKey(message, index)} className="msg msg-ai" aria-label="Assistant" data-index={index}>
             {reasoning ? <Reasoning text={reasoning} thinking={thinking} /> : null}
             {text ? <Markdown text={text} /> : null}
             {calls.map((call) => {
@@ -78,6 +92,9 @@ export function MessageList({ messages, toolCalls, active, renderCall, skipHuman
               if (custom) return <div key={call.id}>{custom}</div>;
               return <ToolCallCard key={call.id} call={callView(call, live.get(call.id), results.get(call.id), active)} />;
             })}
+            {endsTurn && actions ? (
+              <AnswerActions index={index} text={text} pending={active && index === lastAi} actions={actions} />
+            ) : null}
           </article>
         );
       })}

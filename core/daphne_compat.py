@@ -9,6 +9,8 @@ set; this sets it.
 
 from __future__ import annotations
 
+import json
+
 
 def disable_twisted_form_parsing() -> None:
     try:
@@ -74,8 +76,6 @@ def _head_status(channel) -> int:
 
 
 def _refuse_head(channel, status: int) -> None:
-    import json
-
     reason, message = _HEAD_REFUSALS[status]
     body = json.dumps({"detail": message.format(limit=channel.totalHeadersSize)}).encode()
     channel.transport.write(b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"

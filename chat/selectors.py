@@ -82,10 +82,6 @@ def run_active(*, thread: ChatThread) -> ChatRun | None:
     return ChatRun.objects.filter(thread=thread, status=ChatRun.Status.RUNNING).first()
 
 
-def run_status(*, run_id) -> str | None:
-    return ChatRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
-
-
 def run_thread_id(*, run_id) -> str | None:
     return ChatRun.objects.filter(pk=run_id).values_list("thread_id", flat=True).first()
 

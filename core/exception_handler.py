@@ -73,11 +73,10 @@ def handle_exception(exc, context) -> Response:
     return Response({"detail": "Internal Server Error"}, status=500)
 
 
-def database_unavailable(exc: Exception, what: str = "The request") -> ServiceUnavailable:
+def database_unavailable(exc: Exception, outcome: str = "The request could not be completed") -> ServiceUnavailable:
     """A database that cannot be used right now (full disk, lost connection, lock timeout) as a 503 to retry."""
     reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-    return ServiceUnavailable(f"{what} could not be completed because the database is unavailable ({reason}); "
-                              f"retry later.")
+    return ServiceUnavailable(f"{outcome} because the database is unavailable ({reason}); retry later.")
 
 
 def _request_line(context) -> tuple[str, str]:

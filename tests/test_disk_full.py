@@ -190,10 +190,13 @@ def test_a_full_disk_keeps_reads_working_and_loses_nothing_silently(full_disk_se
     lost = trace_run()
     refused = httpx.post(f"{base}/runs/batch", json={"post": [lost]}, headers=auth)
     assert refused.status_code == 503 and int(refused.headers["Retry-After"]) > 0
-    assert disk.reason in refused.json()["detail"] and "not stored" in refused.json()["detail"]
+    assert disk.reason in refused.json()["detail"] and "Nothing of this batch was stored" in refused.json()["detail"]
     single = httpx.post(f"{base}/runs", json=trace_run(), headers=auth)
     assert single.status_code == 503
     assert httpx.get(f"{base}/api/v1/runs/{lost['id']}", headers=auth).status_code == 404
+    # Any other write is a 503 to retry as well, not a 500.
+    created = httpx.post(f"{base}/api/v1/workspaces", json={"name": "not-now"}, headers=auth)
+    assert created.status_code == 503 and "Retry-After" in created.headers and disk.reason in created.json()["detail"]
 
     disk.free()
 

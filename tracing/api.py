@@ -116,7 +116,7 @@ class _IngestApi(APIView):
             result = services.runs_ingest(workspace=workspace, ops=ops, stopwatch=stopwatch)
         except OperationalError as exc:
             # A batch is one transaction: nothing of it is stored, and a 5xx makes the SDK send it again.
-            raise database_unavailable(exc, "The batch was not stored: it") from exc
+            raise database_unavailable(exc, "Nothing of this batch was stored") from exc
         stopwatch.record(route=request.path, encoding=request.headers.get("Content-Encoding", "identity"),
                          runs=len(ops), bytes=len(body))
         return Response({"post": result.posts, "patch": result.patches, "ignored_parts": batch.ignored_parts},

@@ -101,13 +101,13 @@ class ObjectButtonsMixin:
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         buttons = []
-        if obj is not None and self.may_press_buttons(request):
-            for button in self.get_object_buttons(request, obj):
-                if isinstance(button, ObjectLink):
-                    buttons.append({"label": button.label, "url": button.url, "external": button.external})
-                else:
-                    buttons.append({"label": button.label, "url": self.button_url(obj, button.name),
-                                    "post": not button.confirm, "danger": button.danger})
+        may_press = obj is not None and self.may_press_buttons(request)
+        for button in self.get_object_buttons(request, obj) if obj is not None else []:
+            if isinstance(button, ObjectLink):  # links only lead somewhere: anyone who sees the page gets them
+                buttons.append({"label": button.label, "url": button.url, "external": button.external})
+            elif may_press:
+                buttons.append({"label": button.label, "url": self.button_url(obj, button.name),
+                                "post": not button.confirm, "danger": button.danger})
         context["object_buttons"] = buttons
         return super().render_change_form(request, context, add, change, form_url, obj)
 

@@ -215,9 +215,6 @@ class RevisionAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
     def get_object_buttons(self, request, obj):
         return [ObjectLink("Logs", reverse("admin:deployments_revision_logs", args=[obj.pk]))]
 
-    def may_press_buttons(self, request) -> bool:
-        return self.has_view_permission(request)  # Logs only reads
-
     def get_urls(self):
         logs = self.admin_site.admin_view(self.logs_view)
         return [path("<path:object_id>/logs/", logs, name="deployments_revision_logs"), *super().get_urls()]

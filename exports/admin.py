@@ -199,8 +199,8 @@ class DestinationAdmin(ObjectButtonsMixin, admin.ModelAdmin):
 
     @admin.display(description="where")
     def where(self, obj):
-        endpoint = obj.config.get("endpoint_url")
-        place = endpoint.split("://", 1)[-1] if endpoint else f"AWS {obj.config.get('region') or ''}".strip()
+        endpoint, region = obj.config.get("endpoint_url"), obj.config.get("region") or ""
+        place = f"{endpoint.split('://', 1)[-1]} {region}".strip() if endpoint else f"AWS {region}".strip()
         return format_html('<span class="clipped" title="{}">{}</span>', f"s3://{obj.bucket_name} at {place}",
                            f"{obj.bucket_name} · {place}")
 

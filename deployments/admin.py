@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -223,6 +224,8 @@ class RevisionAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
         revision = self.get_object(request, unquote(object_id))
         if revision is None:
             raise Http404("No such revision.")
+        if not self.has_view_permission(request, revision):
+            raise PermissionDenied
         log_type = request.GET.get("type") if request.GET.get("type") in RevisionLog.Type.values else "build"
         before = request.GET.get("before")
         query = selectors.LogQuery(type=log_type, limit=LOG_PAGE, order="desc",

@@ -181,7 +181,7 @@ class BulkExportAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
 
 @admin.register(BulkExportRun)
 class BulkExportRunAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
-    list_display = ["short", "export", "day", "run_status", "rows_written", "files", "retry_number", "error",
+    list_display = ["short", "export", "day", "run_status", "rows_written", "files", "retries", "error",
                     "started"]
     list_display_links = None
     list_filter = [health_filter(stuck=("Stuck past its lease", export_selectors.run_list_stuck)), "status",
@@ -205,7 +205,11 @@ class BulkExportRunAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
 
     @admin.display(description="day", ordering="start_time")
     def day(self, obj):
-        return obj.start_time.date()
+        return format_html('<span class="keep-whole">{}</span>', f"{obj.start_time:%Y-%m-%d}")
+
+    @admin.display(description="retries", ordering="retry_number")
+    def retries(self, obj):
+        return obj.retry_number
 
     @admin.display(description="status", ordering="status")
     def run_status(self, obj):

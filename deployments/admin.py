@@ -85,7 +85,8 @@ def _run(model_admin, request, operation, success: str) -> None:
 @admin.register(Deployment)
 class DeploymentAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
     list_display = ["name", "workspace", "source", "status", "serving", "latest", "open_link", "created"]
-    list_filter = ["status", "source", "workspace"]
+    list_filter = [health_filter(failed=("Latest revision failed", selectors.deployment_list_failing)), "status",
+                   "source", "workspace"]
     search_fields = ["name", "=id"]
     list_select_related = ["workspace", "active_revision", "latest_revision"]
     fields = ["id", "name", "workspace", "source", "deployment_type", "status", "url", "serving", "latest",

@@ -46,7 +46,7 @@ def admin_page(browser, base):  # noqa: F811 - `browser` is the imported fixture
     contexts = []
 
     def make(viewport=DESKTOP):
-        context = browser.new_context(viewport=viewport)
+        context = browser.new_context(viewport=viewport, permissions=["clipboard-read", "clipboard-write"])
         context.set_default_timeout(20_000)
         contexts.append(context)
         page = context.new_page()

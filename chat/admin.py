@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.admin.utils import quote
 from django.urls import reverse
 
 from chat.models import ChatEvent, ChatRun, ChatThread
@@ -62,7 +63,7 @@ class ChatRunAdmin(ReadOnlyAdmin):
 
     @admin.display(description="thread")
     def thread_link(self, obj):
-        return short_id(obj.thread_id, reverse("admin:chat_chatthread_change", args=[obj.thread_id]))
+        return short_id(obj.thread_id, reverse("admin:chat_chatthread_change", args=[quote(obj.thread_id)]))
 
     @admin.display(description="heartbeat", ordering="heartbeat_at")
     def heartbeat(self, obj):

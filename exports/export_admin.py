@@ -103,9 +103,10 @@ class BulkExportAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
                    ("destination", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["workspace", "session", "destination"]
     search_fields = ["=id", "session__name", "destination__display_name"]
-    readonly_fields = ["id", "workspace", "destination", "session", "status", "start_time", "end_time", "filter",
-                       "format", "format_version", "compression", "interval_hours", "export_fields",
-                       "source_bulk_export", "next_window", "created_at", "updated_at", "finished_at"]
+    fields = readonly_fields = ["id", "workspace", "destination", "session", "status", "start_time", "end_time",
+                                "filter", "format", "format_version", "compression", "interval_hours",
+                                "export_fields", "source_bulk_export", "next_window", "created_at", "updated_at",
+                                "finished_at"]
     inlines = [RunInline]
     actions = ["cancel_exports", "retry_exports"]
 
@@ -189,9 +190,9 @@ class BulkExportRunAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
                    ("bulk_export__destination", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["bulk_export__destination", "bulk_export__session"]
     search_fields = ["=id", "=bulk_export__id"]
-    readonly_fields = ["id", "bulk_export", "start_time", "end_time", "status", "retry_number", "errors",
-                       "credential_version", "job_id", "started_at", "finished_at", "rows_written", "exported_files",
-                       "latest_cursor", "pending_key", "created_at", "updated_at"]
+    fields = readonly_fields = ["id", "bulk_export", "start_time", "end_time", "status", "retry_number", "errors",
+                                "credential_version", "job_id", "started_at", "finished_at", "rows_written",
+                                "exported_files", "latest_cursor", "pending_key", "created_at", "updated_at"]
     actions = ["cancel_exports", "retry_runs"]
 
     @admin.display(description="run")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.admin.utils import quote
 from django.urls import reverse
 
 from chat.models import ChatEvent, ChatRun, ChatThread
 from chat.selectors import run_list_stale
-from core.admin import ago, clipped, health_filter, short_id, short_id_link
+from core.admin import ReadOnlyAdmin, ago, clipped, health_filter, short_id, short_id_link
 
 
 class ChatRunInline(admin.TabularInline):
@@ -21,7 +22,7 @@ class ChatRunInline(admin.TabularInline):
 
 
 @admin.register(ChatThread)
-class ChatThreadAdmin(admin.ModelAdmin):
+class ChatThreadAdmin(ReadOnlyAdmin):
     list_display = ["short", "title", "owner", "last_seq", "updated"]
     list_display_links = None
     list_filter = ["owner_kind", "has_state", "workspace"]
@@ -30,9 +31,7 @@ class ChatThreadAdmin(admin.ModelAdmin):
     readonly_fields = ["id", "owner_kind", "workspace", "user", "title", "graph_name", "has_state", "last_seq",
                        "expired_through_seq", "created_at", "updated_at"]
     inlines = [ChatRunInline]
-
-    def has_add_permission(self, request) -> bool:
-        return False
+    allow_delete = True  # nothing to edit here, but a thread may be removed (its runs and events go with it)
 
     @admin.display(description="thread")
     def short(self, obj):
@@ -48,7 +47,7 @@ class ChatThreadAdmin(admin.ModelAdmin):
 
 
 @admin.register(ChatRun)
-class ChatRunAdmin(admin.ModelAdmin):
+class ChatRunAdmin(ReadOnlyAdmin):
     list_display = ["short", "thread_link", "status", "worker", "heartbeat", "created", "finished", "failure"]
     list_display_links = None
     list_filter = [health_filter(stuck=("Stuck (no heartbeat)", run_list_stale)), "status"]
@@ -56,9 +55,7 @@ class ChatRunAdmin(admin.ModelAdmin):
     search_fields = ["=id", "=thread__id"]
     readonly_fields = ["id", "thread", "status", "error", "worker", "worker_instance", "heartbeat_at",
                        "cancel_requested_at", "created_at", "finished_at"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
+    allow_delete = True
 
     @admin.display(description="run")
     def short(self, obj):
@@ -66,7 +63,7 @@ class ChatRunAdmin(admin.ModelAdmin):
 
     @admin.display(description="thread")
     def thread_link(self, obj):
-        return short_id(obj.thread_id, reverse("admin:chat_chatthread_change", args=[obj.thread_id]))
+        return short_id(obj.thread_id, reverse("admin:chat_chatthread_change", args=[quote(obj.thread_id)]))
 
     @admin.display(description="heartbeat", ordering="heartbeat_at")
     def heartbeat(self, obj):

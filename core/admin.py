@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib import admin, messages
-from django.contrib.admin.utils import unquote
+from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -88,11 +88,11 @@ class ObjectButtonsMixin:
         return extra + super().get_urls()
 
     def button_url(self, obj, name: str) -> str:
-        info = self.opts.app_label, self.opts.model_name
-        return reverse(f"admin:{info[0]}_{info[1]}_button", args=[obj.pk, name], current_app=self.admin_site.name)
+        return reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_button", args=[quote(obj.pk), name],
+                       current_app=self.admin_site.name)
 
     def change_url(self, obj) -> str:
-        return reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_change", args=[obj.pk],
+        return reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_change", args=[quote(obj.pk)],
                        current_app=self.admin_site.name)
 
     def may_press_buttons(self, request) -> bool:
@@ -101,13 +101,13 @@ class ObjectButtonsMixin:
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         buttons = []
-        if obj is not None and self.may_press_buttons(request):
-            for button in self.get_object_buttons(request, obj):
-                if isinstance(button, ObjectLink):
-                    buttons.append({"label": button.label, "url": button.url, "external": button.external})
-                else:
-                    buttons.append({"label": button.label, "url": self.button_url(obj, button.name),
-                                    "post": not button.confirm, "danger": button.danger})
+        may_press = obj is not None and self.may_press_buttons(request)
+        for button in self.get_object_buttons(request, obj) if obj is not None else []:
+            if isinstance(button, ObjectLink):  # links only lead somewhere: anyone who sees the page gets them
+                buttons.append({"label": button.label, "url": button.url, "external": button.external})
+            elif may_press:
+                buttons.append({"label": button.label, "url": self.button_url(obj, button.name),
+                                "post": not button.confirm, "danger": button.danger})
         context["object_buttons"] = buttons
         return super().render_change_form(request, context, add, change, form_url, obj)
 
@@ -182,7 +182,7 @@ def short_id_link(obj):
     Lists using it set `list_display_links = None`: Django's own link would wrap the copy button in the link.
     """
     opts = obj._meta
-    return short_id(obj.pk, reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk]))
+    return short_id(obj.pk, reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[quote(obj.pk)]))
 
 
 def ago(moment):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -84,7 +85,8 @@ def _run(model_admin, request, operation, success: str) -> None:
 @admin.register(Deployment)
 class DeploymentAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
     list_display = ["name", "workspace", "source", "status", "serving", "latest", "open_link", "created"]
-    list_filter = ["status", "source", "workspace"]
+    list_filter = [health_filter(failed=("Latest revision failed", selectors.deployment_list_failing)), "status",
+                   "source", "workspace"]
     search_fields = ["name", "=id"]
     list_select_related = ["workspace", "active_revision", "latest_revision"]
     fields = ["id", "name", "workspace", "source", "deployment_type", "status", "url", "serving", "latest",
@@ -215,9 +217,6 @@ class RevisionAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
     def get_object_buttons(self, request, obj):
         return [ObjectLink("Logs", reverse("admin:deployments_revision_logs", args=[obj.pk]))]
 
-    def may_press_buttons(self, request) -> bool:
-        return self.has_view_permission(request)  # Logs only reads
-
     def get_urls(self):
         logs = self.admin_site.admin_view(self.logs_view)
         return [path("<path:object_id>/logs/", logs, name="deployments_revision_logs"), *super().get_urls()]
@@ -226,6 +225,8 @@ class RevisionAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
         revision = self.get_object(request, unquote(object_id))
         if revision is None:
             raise Http404("No such revision.")
+        if not self.has_view_permission(request, revision):
+            raise PermissionDenied
         log_type = request.GET.get("type") if request.GET.get("type") in RevisionLog.Type.values else "build"
         before = request.GET.get("before")
         query = selectors.LogQuery(type=log_type, limit=LOG_PAGE, order="desc",

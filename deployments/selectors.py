@@ -63,6 +63,11 @@ def revision_list_failed() -> QuerySet[Revision]:
         deployment__status=Deployment.Status.AWAITING_DELETE)
 
 
+def deployment_list_failing() -> QuerySet[Deployment]:
+    """Deployments whose latest revision failed (every workspace): what `revision_list_failed` counts, by deployment."""
+    return Deployment.objects.filter(latest_revision__in=revision_list_failed())
+
+
 @dataclass
 class LogQuery:
     type: str

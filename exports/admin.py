@@ -40,7 +40,7 @@ class CredentialFieldsMixin(forms.Form):
 
     access_key_id = forms.CharField(label="Access key ID", required=False, widget=_SECRET)
     secret_access_key = forms.CharField(label="Secret access key", required=False, widget=_SECRET)
-    session_token = forms.CharField(label="Session token", required=False, widget=_SECRET,
+    session_token = forms.CharField(label="Session token (optional)", required=False, widget=_SECRET,
                                     help_text="Only for temporary credentials (STS).")
 
     def credentials(self) -> dict:
@@ -165,6 +165,7 @@ class DestinationAdmin(ObjectButtonsMixin, admin.ModelAdmin):
     search_fields = ["display_name", "id"]
     actions = ["validate_again", "delete_destinations"]
     readonly_fields = ["id", "workspace", "display_name", "destination_type", "config", "credentials", "validation",
+                       "validation_error",
                        "last_validated_at", "created_at", "updated_at", "deleted_at"]
     save_as_continue = False
 
@@ -198,8 +199,8 @@ class DestinationAdmin(ObjectButtonsMixin, admin.ModelAdmin):
 
     @admin.display(description="where")
     def where(self, obj):
-        endpoint = obj.config.get("endpoint_url")
-        place = endpoint.split("://", 1)[-1] if endpoint else f"AWS {obj.config.get('region') or ''}".strip()
+        endpoint, region = obj.config.get("endpoint_url"), obj.config.get("region") or ""
+        place = f"{endpoint.split('://', 1)[-1]} {region}".strip() if endpoint else f"AWS {region}".strip()
         return format_html('<span class="clipped" title="{}">{}</span>', f"s3://{obj.bucket_name} at {place}",
                            f"{obj.bucket_name} · {place}")
 
@@ -287,10 +288,10 @@ class DestinationAdmin(ObjectButtonsMixin, admin.ModelAdmin):
                                        f": new export runs use them; runs in flight keep revision "
                                        f"{rotated.credentials_revision - 1} until they finish.", messages.SUCCESS)
             return HttpResponseRedirect(self.change_url(destination))
-        grace = timedelta(seconds=settings.EXPORTS_CREDENTIAL_PURGE_GRACE_SECONDS)
+        grace, moment = timedelta(seconds=settings.EXPORTS_CREDENTIAL_PURGE_GRACE_SECONDS), now()
         context = {**self.admin_site.each_context(request), "title": "Rotate credentials", "subtitle": str(destination),
                    "opts": self.opts, "app_label": self.opts.app_label, "object": destination, "form": form,
-                   "change_url": self.change_url(destination), "grace": timeuntil(now() + grace, now())}
+                   "change_url": self.change_url(destination), "grace": timeuntil(moment + grace, moment)}
         return TemplateResponse(request, "admin/exports/destination/rotate_credentials.html", context)
 
     # --- list actions (several at once) -------------------------------------------------------------------

@@ -103,9 +103,10 @@ class BulkExportAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
                    ("destination", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["workspace", "session", "destination"]
     search_fields = ["=id", "session__name", "destination__display_name"]
-    readonly_fields = ["id", "workspace", "destination", "session", "status", "start_time", "end_time", "filter",
-                       "format", "format_version", "compression", "interval_hours", "export_fields",
-                       "source_bulk_export", "next_window", "created_at", "updated_at", "finished_at"]
+    fields = readonly_fields = ["id", "workspace", "destination", "session", "status", "start_time", "end_time",
+                                "filter", "format", "format_version", "compression", "interval_hours",
+                                "export_fields", "source_bulk_export", "next_window", "created_at", "updated_at",
+                                "finished_at"]
     inlines = [RunInline]
     actions = ["cancel_exports", "retry_exports"]
 
@@ -181,7 +182,7 @@ class BulkExportAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
 
 @admin.register(BulkExportRun)
 class BulkExportRunAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
-    list_display = ["short", "export", "day", "run_status", "rows_written", "files", "retry_number", "error",
+    list_display = ["short", "export", "day", "run_status", "rows_written", "files", "retries", "error",
                     "started"]
     list_display_links = None
     list_filter = [health_filter(stuck=("Stuck past its lease", export_selectors.run_list_stuck)), "status",
@@ -189,9 +190,9 @@ class BulkExportRunAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
                    ("bulk_export__destination", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["bulk_export__destination", "bulk_export__session"]
     search_fields = ["=id", "=bulk_export__id"]
-    readonly_fields = ["id", "bulk_export", "start_time", "end_time", "status", "retry_number", "errors",
-                       "credential_version", "job_id", "started_at", "finished_at", "rows_written", "exported_files",
-                       "latest_cursor", "pending_key", "created_at", "updated_at"]
+    fields = readonly_fields = ["id", "bulk_export", "start_time", "end_time", "status", "retry_number", "errors",
+                                "credential_version", "job_id", "started_at", "finished_at", "rows_written",
+                                "exported_files", "latest_cursor", "pending_key", "created_at", "updated_at"]
     actions = ["cancel_exports", "retry_runs"]
 
     @admin.display(description="run")
@@ -205,7 +206,11 @@ class BulkExportRunAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
 
     @admin.display(description="day", ordering="start_time")
     def day(self, obj):
-        return obj.start_time.date()
+        return format_html('<span class="keep-whole">{}</span>', f"{obj.start_time:%Y-%m-%d}")
+
+    @admin.display(description="retries", ordering="retry_number")
+    def retries(self, obj):
+        return obj.retry_number
 
     @admin.display(description="status", ordering="status")
     def run_status(self, obj):

@@ -3,9 +3,10 @@ logs in through the login page, screenshots under test-artifacts/admin/ (git-ign
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
-from tests.chatui.conftest import browser  # noqa: F401 - the shared Chromium fixture (Debian's, via Playwright)
 from tests.support import BASE_DIR, LiveServer
 
 ARTIFACTS = BASE_DIR / "test-artifacts" / "admin"
@@ -13,12 +14,33 @@ DESKTOP = {"width": 1440, "height": 900}
 PHONE = {"width": 375, "height": 800}
 VIEWPORTS = {"desktop": DESKTOP, "phone": PHONE}
 PASSWORD = "admin-pw-for-tests"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
 SERVER_ENV = {
     "EGRESS_ALLOWLIST": "127.0.0.1",  # the moto S3 server lives on loopback
     "DEPLOY_LOCAL_RUNNER_ENABLED": "true",  # redeploy needs a runner that accepts the source (nothing runs it)
     "THROTTLE_RATES": "destination-validation=1000/min",
     "DJANGO_ALLOW_ASYNC_UNSAFE": "",
 }
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium driven by Playwright (never a downloaded browser), one per module."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("Browser tests need the playwright package: pip install -r requirements-dev.txt")
+    executable = shutil.which("chromium") or shutil.which("/usr/bin/chromium")
+    if executable is None:
+        pytest.skip("Browser tests need Chromium: install the Debian 'chromium' package "
+                    "(scripts/test-deps.d/20-chromium.sh does it when run as root)")
+    # Playwright's sync API keeps an event loop in this thread; Django would then refuse the test's ORM calls.
+    with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +63,12 @@ def base(admin_server, transactional_db, settings):
 
 
 @pytest.fixture
-def admin_page(browser, base):  # noqa: F811 - `browser` is the imported fixture
+def admin_page(browser, base):
     """admin_page(viewport) -> a logged-in page; `page.problems` collects script errors."""
     contexts = []
 
     def make(viewport=DESKTOP):
-        context = browser.new_context(viewport=viewport)
+        context = browser.new_context(viewport=viewport, permissions=["clipboard-read", "clipboard-write"])
         context.set_default_timeout(20_000)
         contexts.append(context)
         page = context.new_page()

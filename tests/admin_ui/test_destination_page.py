@@ -72,6 +72,10 @@ def test_rotating_credentials_is_its_own_form_that_test_writes_first(size, viewp
     reader = s3.create_user("reader", [allow(["s3:GetObject"], BUCKET)])
     successor = s3.create_user("successor", [allow(WRITE_ACTIONS, BUCKET)])
     page = admin_page(viewport)
+    page.goto(f"{base}/admin/exports/destination/add/")
+    for label in ("Access key ID", "Secret access key", "Session token (optional)"):
+        expect(page.get_by_label(label)).to_have_attribute("type", "password")
+    shoot(page, f"destination-add-{size}")
     page.goto(f"{base}/admin/exports/destination/{destination.id}/change/")
     object_button(page, "Rotate credentials").click()
     expect(page.locator(".rotation-explained")).to_contain_text("test write")

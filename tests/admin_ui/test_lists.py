@@ -70,6 +70,10 @@ def test_lists_show_short_ids_relative_dates_and_hide_deleted_destinations(popul
     export_id = page.locator("#result_list .short-id").first
     full = export_id.get_attribute("title")
     assert len(full) == 36 and export_id.inner_text() == full[:8] + "…"
+    copy = page.locator("#result_list button.copy-id").first
+    copy.click()
+    expect(copy).to_have_class("copy-id copied")
+    assert page.evaluate("() => navigator.clipboard.readText()") == full
     created = page.locator("#result_list td.field-created time").first
     assert created.inner_text() in ("just now",) or created.inner_text().endswith("ago")
     assert str(timezone.now().year) in created.get_attribute("title")
@@ -86,6 +90,6 @@ def test_lists_show_short_ids_relative_dates_and_hide_deleted_destinations(popul
     page.goto(f"{base}/admin/deployments/revision/")
     statuses = page.locator("#result_list td.field-honest_status").all_inner_texts()
     assert sorted(statuses) == ["BUILD_FAILED", "Replaced", "Serving"]
-    page.goto(f"{base}/admin/deployments/deployment/")
+    page.goto(f"{base}/admin/deployments/deployment/?health=failed")
     link = page.locator("#result_list td.field-open_link a")
     assert link.get_attribute("href") == f"{base}/deployments/{populated['workspace'].deployments.get().id}"

@@ -106,7 +106,7 @@ def test_an_invalid_bucket_name_answer_names_the_addressing_style_fix(api_client
 def test_the_admin_list_shows_the_region(admin_client, api_client, s3, writer):
     api_client.post(URL, destination_body(s3.endpoint, writer, region="eu-west-3"), format="json")
     page = admin_client.get("/admin/exports/destination/").content.decode()
-    assert "eu-west-3" in page and "column-region" in page
+    assert "eu-west-3" in page and "column-where" in page
 
 
 def test_the_patch_response_schema_has_no_config(tmp_path):

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 from django.db import connection
+from langsmith import Client
 
 from accounts.services import api_key_create, workspace_create
 from tests.chat.chat_support import CHAT_ENV, SseReader, command, is_root_terminal
@@ -232,6 +233,27 @@ def _stored_root_events(base: str, thread: str) -> list[tuple[int, dict]]:
         except httpx.ReadTimeout:
             pass
     return found
+
+
+@pytest.mark.live
+def test_the_sdk_sends_a_run_the_full_disk_refused_again_and_it_is_stored_once_there_is_room(full_disk_server):
+    server, disk, auth = full_disk_server
+    client = Client(api_url=server.url, api_key=auth["X-Api-Key"], auto_batch_tracing=False,
+                    omit_traced_runtime_info=True)
+    run_id = uuid.uuid4()
+    disk.fill()
+    sender = threading.Thread(target=client.create_run, daemon=True, kwargs={
+        "name": "survivor", "inputs": {"q": 1}, "run_type": "chain", "id": run_id, "project_name": "disk-full",
+        "start_time": datetime.now(UTC)})
+    sender.start()
+    # The SDK waits Retry-After (5 s) before it sends the run again: room is made as soon as the first try failed.
+    wait_until(lambda: '"POST /runs" 503' in server.output(), "the SDK's first, refused, attempt")
+    disk.free()
+    sender.join(BOUND_SECONDS)
+    assert not sender.is_alive()
+    stored = httpx.get(f"{server.url}/api/v1/runs/{run_id}", headers=auth)
+    assert stored.status_code == 200 and stored.json()["name"] == "survivor"
+    assert server.output().count('"POST /runs" 202') == 1
 
 
 @pytest.mark.django_db

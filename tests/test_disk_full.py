@@ -24,7 +24,7 @@ from langsmith import Client
 
 from accounts.services import api_key_create, workspace_create
 from tests.chat.chat_support import CHAT_ENV, SseReader, command, is_root_terminal
-from tests.disk_full import POSTGRES_MESSAGE, SQLITE_MESSAGE
+from tests.disk_full import POSTGRES_MESSAGE, SQLITE_MESSAGE, writes_refused
 from tests.support import LiveServer
 
 EVENTS_GRAPH = {"CHAT_GRAPH": "tests/chat/graphs.py:events_graph"}
@@ -292,3 +292,21 @@ def test_an_sqlite_database_on_a_full_disk_stays_readable_between_requests(trans
             server.stop()
     finally:
         disk.cleanup()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_whose_database_refuses_writes_keeps_running_and_says_why(caplog):
+    from core.worker import Worker
+
+    stop = threading.Event()
+    worker = Worker(worker_id="disk-full-worker")
+    thread = threading.Thread(target=worker.run_forever, args=(stop,), daemon=True)
+    with caplog.at_level(logging.ERROR, logger="core.worker"), writes_refused():
+        thread.start()
+        wait_until(lambda: any("the database is unavailable" in r.message for r in caplog.records),
+                   "the worker's error")
+        assert thread.is_alive()
+        stop.set()
+        thread.join(BOUND_SECONDS)
+    assert not thread.is_alive()
+    assert SQLITE_MESSAGE in caplog.text or POSTGRES_MESSAGE in caplog.text

@@ -268,15 +268,21 @@ def _end_run(*, request: RunRequest, status: str, error: str, terminal: WireEven
 
 async def _watch(run_id: uuid.UUID, target: asyncio.Task) -> None:
     """Keep the heartbeat fresh; cancel the run when its cancel flag is set or the run was failed meanwhile."""
-    last_beat = 0.0
+    last_beat, failing = 0.0, False
     while True:
         await asyncio.sleep(CANCEL_POLL_SECONDS)
         beat = time.monotonic() - last_beat >= settings.CHAT_RUN_HEARTBEAT_SECONDS
         try:
             cancel, active = await db.run(services.run_heartbeat, run_id=run_id, beat=beat)
         except Exception:
-            log.warning("heartbeat of run %s failed", run_id, exc_info=True)
+            # Once per spell of failures (a full disk would otherwise log twice a second).
+            if not failing:
+                log.warning("heartbeat of run %s failed", run_id, exc_info=True)
+            failing = True
             continue
+        if failing:
+            log.info("heartbeat of run %s works again", run_id)
+            failing = False
         if beat:
             last_beat = time.monotonic()
         if cancel or not active:

@@ -10,7 +10,7 @@ import time
 import uuid
 
 from django.conf import settings
-from django.db import close_old_connections, connections
+from django.db import DatabaseError, close_old_connections, connections
 
 from core import services
 from core.models import Job
@@ -69,7 +69,14 @@ class Worker:
         log.info("worker %s started (queues: %s)", self.worker_id, ",".join(self.queues or ["all"]))
         while not stop.is_set():
             close_old_connections()
-            did_work = self.run_once()
+            try:
+                did_work = self.run_once()
+            except DatabaseError as exc:
+                # A full disk or a lost database: wait and try again rather than exit (and be restarted) in a loop.
+                log.error("worker %s: the database is unavailable (%s: %s); retrying", self.worker_id,
+                          type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+                stop.wait(max(5.0, settings.WORKER_POLL_SECONDS))
+                continue
             if not did_work:
                 stop.wait(settings.WORKER_POLL_SECONDS)
         log.info("worker %s stopped", self.worker_id)

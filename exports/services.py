@@ -92,7 +92,10 @@ def destination_credentials_update(*, destination: Destination, credentials: dic
 
 
 def destination_validate(*, destination: Destination) -> storage.WriteCheck:
-    """Run the test write again with the destination's current credentials."""
+    """Run the test write again with the destination's current credentials.
+
+    A failure is recorded on the destination (the admin index counts it) until a test write succeeds.
+    """
     try:
         creds = credential_version_credentials(version=destination.current_credentials_id)
         check = _validate(config=destination.config, credentials=creds, workspace=destination.workspace)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from contextlib import contextmanager
 
 WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.IGNORECASE)
 POSTGRES_MESSAGE = 'could not extend file "base/16384/16385": No space left on device'
@@ -26,13 +27,31 @@ def _disk_full_error(vendor: str) -> Exception:
 
 
 def install() -> None:
+    """In a server process: refuse writes while the file named by DISK_FULL_FLAG exists."""
+    flag = os.environ["DISK_FULL_FLAG"]
+    _refuse_writes_when(lambda: os.path.exists(flag))
+
+
+@contextmanager
+def writes_refused():
+    """In this process: refuse every write inside the block."""
     from django.db.backends import utils
 
-    flag = os.environ["DISK_FULL_FLAG"]
+    original = utils.CursorWrapper._execute, utils.CursorWrapper._executemany
+    _refuse_writes_when(lambda: True)
+    try:
+        yield
+    finally:
+        utils.CursorWrapper._execute, utils.CursorWrapper._executemany = original
+
+
+def _refuse_writes_when(is_full) -> None:
+    from django.db.backends import utils
+
     execute, executemany = utils.CursorWrapper._execute, utils.CursorWrapper._executemany
 
     def refuse_writes(self, sql) -> None:
-        if os.path.exists(flag) and WRITE.match(sql):
+        if is_full() and WRITE.match(sql):
             with self.db.wrap_database_errors:
                 raise _disk_full_error(self.db.vendor)
 

@@ -20,7 +20,6 @@ from exports.models import BulkExport, BulkExportRun, Destination
 from tracing.models import TracingProject
 
 pytestmark = pytest.mark.django_db
-NOW = timezone.now()
 
 
 @pytest.fixture
@@ -35,11 +34,12 @@ def export_of(workspace):
     project = TracingProject.objects.create(workspace=workspace, name="p")
 
     def make(status="Created", finished_at=None, runs=()):
+        now = timezone.now()
         export = BulkExport.objects.create(workspace=workspace, destination=destination, session=project,
-                                           start_time=NOW - timedelta(days=1), end_time=NOW, status=status,
+                                           start_time=now - timedelta(days=1), end_time=now, status=status,
                                            finished_at=finished_at)
         for run_status in runs:
-            BulkExportRun.objects.create(bulk_export=export, start_time=export.start_time, end_time=NOW,
+            BulkExportRun.objects.create(bulk_export=export, start_time=export.start_time, end_time=now,
                                          status=run_status)
         return export
 
@@ -47,20 +47,22 @@ def export_of(workspace):
 
 
 def test_failing_exports_are_recent_failures_and_unfinished_ones_with_a_failed_run(export_of):
-    recent = export_of("Failed", NOW - timedelta(hours=1))
-    timed_out = export_of("TimedOut", NOW - timedelta(days=1))
-    export_of("Failed", NOW - timedelta(days=FAILING_EXPORT_DAYS + 1))  # old news
+    now = timezone.now()
+    recent = export_of("Failed", now - timedelta(hours=1))
+    timed_out = export_of("TimedOut", now - timedelta(days=1))
+    export_of("Failed", now - timedelta(days=FAILING_EXPORT_DAYS + 1))  # old news
     going_badly = export_of("Running", runs=["Failed", "Running"])
     export_of("Running", runs=["Completed", "Running"])
-    export_of("Completed", NOW)
+    export_of("Completed", now)
     assert set(export_list_failing()) == {recent, timed_out, going_badly}
 
 
 def test_stuck_runs_are_unfinished_runs_whose_job_is_gone_ended_or_past_its_lease(export_of):
+    now = timezone.now()
     export = export_of("Running", runs=["Running"] * 5 + ["Created"])
     runs = list(export.runs.all())
-    expired = Job.objects.create(kind="exports.run", status="running", lease_expires_at=NOW - timedelta(minutes=1))
-    leased = Job.objects.create(kind="exports.run", status="running", lease_expires_at=NOW + timedelta(minutes=1))
+    expired = Job.objects.create(kind="exports.run", status="running", lease_expires_at=now - timedelta(minutes=1))
+    leased = Job.objects.create(kind="exports.run", status="running", lease_expires_at=now + timedelta(minutes=10))
     queued = Job.objects.create(kind="exports.run", status="queued")
     failed = Job.objects.create(kind="exports.run", status="failed")
     for run, job_id in zip(runs, [expired.id, leased.id, queued.id, failed.id, uuid.uuid4(), None], strict=True):
@@ -79,11 +81,12 @@ def test_a_failed_revision_counts_only_while_it_is_the_latest(workspace):
 
 
 def test_a_chat_run_is_stuck_once_its_heartbeat_is_older_than_the_stale_limit(settings):
+    now = timezone.now()
     settings.CHAT_RUN_STALE_SECONDS = 30
     thread = ChatThread.objects.create(id="t", owner_kind="anonymous")
-    stale = ChatRun.objects.create(id=uuid.uuid4(), thread=thread, heartbeat_at=NOW - timedelta(seconds=31))
+    stale = ChatRun.objects.create(id=uuid.uuid4(), thread=thread, heartbeat_at=now - timedelta(seconds=31))
     ChatRun.objects.create(id=uuid.uuid4(), thread=ChatThread.objects.create(id="u", owner_kind="anonymous"))
-    ChatRun.objects.create(id=uuid.uuid4(), thread=thread, status="failed", heartbeat_at=NOW - timedelta(hours=1))
+    ChatRun.objects.create(id=uuid.uuid4(), thread=thread, status="failed", heartbeat_at=now - timedelta(hours=1))
     assert list(run_list_stale()) == [stale]
 
 

@@ -20,10 +20,11 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 from django.db import connection
+from langsmith import Client
 
 from accounts.services import api_key_create, workspace_create
 from tests.chat.chat_support import CHAT_ENV, SseReader, command, is_root_terminal
-from tests.disk_full import POSTGRES_MESSAGE, SQLITE_MESSAGE
+from tests.disk_full import POSTGRES_MESSAGE, SQLITE_MESSAGE, writes_refused
 from tests.support import LiveServer
 
 EVENTS_GRAPH = {"CHAT_GRAPH": "tests/chat/graphs.py:events_graph"}
@@ -234,6 +235,27 @@ def _stored_root_events(base: str, thread: str) -> list[tuple[int, dict]]:
     return found
 
 
+@pytest.mark.live
+def test_the_sdk_sends_a_run_the_full_disk_refused_again_and_it_is_stored_once_there_is_room(full_disk_server):
+    server, disk, auth = full_disk_server
+    client = Client(api_url=server.url, api_key=auth["X-Api-Key"], auto_batch_tracing=False,
+                    omit_traced_runtime_info=True)
+    run_id = uuid.uuid4()
+    disk.fill()
+    sender = threading.Thread(target=client.create_run, daemon=True, kwargs={
+        "name": "survivor", "inputs": {"q": 1}, "run_type": "chain", "id": run_id, "project_name": "disk-full",
+        "start_time": datetime.now(UTC)})
+    sender.start()
+    # The SDK waits Retry-After (5 s) before it sends the run again: room is made as soon as the first try failed.
+    wait_until(lambda: '"POST /runs" 503' in server.output(), "the SDK's first, refused, attempt")
+    disk.free()
+    sender.join(BOUND_SECONDS)
+    assert not sender.is_alive()
+    stored = httpx.get(f"{server.url}/api/v1/runs/{run_id}", headers=auth)
+    assert stored.status_code == 200 and stored.json()["name"] == "survivor"
+    assert server.output().count('"POST /runs" 202') == 1
+
+
 @pytest.mark.django_db
 def test_a_throttle_whose_cache_is_unreachable_lets_requests_through_and_logs_it(api_client, settings, caplog):
     from core import throttling
@@ -270,3 +292,21 @@ def test_an_sqlite_database_on_a_full_disk_stays_readable_between_requests(trans
             server.stop()
     finally:
         disk.cleanup()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_whose_database_refuses_writes_keeps_running_and_says_why(caplog):
+    from core.worker import Worker
+
+    stop = threading.Event()
+    worker = Worker(worker_id="disk-full-worker")
+    thread = threading.Thread(target=worker.run_forever, args=(stop,), daemon=True)
+    with caplog.at_level(logging.ERROR, logger="core.worker"), writes_refused():
+        thread.start()
+        wait_until(lambda: any("the database is unavailable" in r.message for r in caplog.records),
+                   "the worker's error")
+        assert thread.is_alive()
+        stop.set()
+        thread.join(BOUND_SECONDS)
+    assert not thread.is_alive()
+    assert SQLITE_MESSAGE in caplog.text or POSTGRES_MESSAGE in caplog.text

@@ -64,11 +64,11 @@ def base(admin_server, transactional_db, settings):
 
 @pytest.fixture
 def admin_page(browser, base):
-    """admin_page(viewport) -> a logged-in page; `page.problems` collects script errors."""
+    """admin_page(viewport, **context_options) -> a logged-in page; `page.problems` collects script errors."""
     contexts = []
 
-    def make(viewport=DESKTOP):
-        context = browser.new_context(viewport=viewport, permissions=["clipboard-read", "clipboard-write"])
+    def make(viewport=DESKTOP, **options):
+        context = browser.new_context(viewport=viewport, permissions=["clipboard-read", "clipboard-write"], **options)
         context.set_default_timeout(20_000)
         contexts.append(context)
         page = context.new_page()

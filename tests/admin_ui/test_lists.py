@@ -64,7 +64,7 @@ def test_no_admin_list_scrolls_sideways_at_1440_px_and_each_fits_a_phone(populat
     assert desktop.problems == [] and phone.problems == []
 
 
-def test_lists_show_short_ids_relative_dates_and_hide_deleted_destinations(populated, base, admin_page):
+def test_lists_show_short_ids_relative_dates_and_hide_deleted_destinations(populated, base, admin_page, shoot):
     page = admin_page()
     page.goto(f"{base}/admin/exports/bulkexport/")
     export_id = page.locator("#result_list .short-id").first
@@ -90,6 +90,9 @@ def test_lists_show_short_ids_relative_dates_and_hide_deleted_destinations(popul
     page.goto(f"{base}/admin/deployments/revision/")
     statuses = page.locator("#result_list td.field-honest_status").all_inner_texts()
     assert sorted(statuses) == ["BUILD_FAILED", "Replaced", "Serving"]
+    dark = admin_page(color_scheme="dark")
+    dark.goto(f"{base}/admin/deployments/revision/")
+    shoot(dark, "list-revisions-dark-1440")
     page.goto(f"{base}/admin/deployments/deployment/?health=failed")
     link = page.locator("#result_list td.field-open_link a")
     assert link.get_attribute("href") == f"{base}/deployments/{populated['workspace'].deployments.get().id}"

@@ -24,7 +24,7 @@ class ChatThreadAdmin(admin.ModelAdmin):
     list_select_related = ["workspace", "user"]
     search_fields = ["id", "title"]
     readonly_fields = ["id", "owner_kind", "workspace", "user", "title", "graph_name", "has_state", "last_seq",
-                       "expired_through_seq", "created_at", "updated_at"]
+                       "expired_through_seq", "metadata", "ttl", "expires_at", "created_at", "updated_at"]
     inlines = [ChatRunInline]
 
     def has_add_permission(self, request) -> bool:

@@ -1,7 +1,7 @@
 """ASGI entry point: Django for HTTP, with Channels routing in front of it.
 
 `config.routing.http_routes` (the chat protocol's SSE consumers) are matched first; everything
-else goes to Django.
+else goes to Django, the Agent Server API under /api included (agentserver/urls.py).
 """
 
 from __future__ import annotations
@@ -31,5 +31,5 @@ from django.urls import re_path  # noqa: E402
 from config.routing import http_routes  # noqa: E402
 
 application = ProtocolTypeRouter(
-    {"http": URLRouter([*http_routes, re_path(r"", django_asgi_app)])}
+    {"http": URLRouter([*http_routes(django_asgi_app), re_path(r"", django_asgi_app)])}
 )

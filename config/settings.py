@@ -132,6 +132,7 @@ INSTALLED_APPS = [
     "deployments",
     "agentauth",
     "chat",
+    "agentserver",
 ]
 
 MIDDLEWARE = [

@@ -10,7 +10,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agentserver import graphs, selectors, services
-from agentserver.http import AgentServerApi, assistant_id_of, handle_exception, paginated, query_flag, selected
+from agentserver.http import (
+    AgentServerApi,
+    StateRenderer,
+    assistant_id_of,
+    handle_exception,
+    paginated,
+    query_flag,
+    selected,
+)
 from chat.graph_runtime import get_served_graph
 from core.exceptions import RequestValidationError
 
@@ -22,6 +30,7 @@ ASSISTANT_SORTS = ["assistant_id", "created_at", "updated_at", "name", "graph_id
 
 
 class OkApi(APIView):
+    renderer_classes = [StateRenderer]
     authentication_classes: list = []
     permission_classes: list = []
     throttle_classes: list = []

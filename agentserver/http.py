@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 
 from rest_framework import exceptions as drf
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -16,6 +17,7 @@ from agentserver.graphs import served_graph_ids
 from agentserver.selectors import system_assistant_id
 from agentserver.state import InvalidStateRequest
 from chat.access import ChatAccessError, check_write_origin, resolve_caller
+from chat.wire import dumps
 from core.exception_handler import handle_exception as core_handle_exception
 from core.exceptions import RequestValidationError
 
@@ -47,9 +49,18 @@ def handle_exception(exc, context) -> Response:
     return core_handle_exception(exc, context)
 
 
+class StateRenderer(JSONRenderer):
+    """JSON as the chat protocol writes it: LangChain messages (and other objects in a graph's state) as their
+    wire dicts, where DRF's encoder would take a pydantic message for a list of its fields."""
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return b"" if data is None else dumps(data)
+
+
 class AgentServerApi(APIView):
     """Authenticates as the chat protocol does (X-Api-Key with chat:use, a session, or anonymous where allowed)."""
 
+    renderer_classes = [StateRenderer]
     authentication_classes: list = []
     permission_classes: list = []
     throttle_classes: list = []

@@ -197,7 +197,10 @@ def thread_state_update(*, caller: Caller, thread_id: str, values: Any, as_node:
     Raises:
         NotFound: someone else's thread. agentserver.state.InvalidStateRequest: the graph refuses the update.
     """
-    thread = chat_services.thread_claim(thread_id=thread_id, caller=caller)
+    try:
+        thread = chat_services.thread_claim(thread_id=thread_id, caller=caller)
+    except NotFound:
+        raise selectors.thread_not_found(thread_id) from None
     result = state_update(get_served_graph(thread.graph_name), thread.id, values=values, as_node=as_node,
                           checkpoint=checkpoint)
     messages = values.get("messages") if isinstance(values, dict) else None

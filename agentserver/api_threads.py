@@ -8,7 +8,6 @@ from rest_framework.response import Response
 from agentserver import selectors, services
 from agentserver.http import AgentServerApi, paginated, query_flag, selected
 from agentserver.state import state_get, state_history
-from chat.graph_runtime import get_served_graph
 
 THREAD_FIELDS = ["thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "config", "status",
                  "values", "interrupts", "error"]
@@ -129,7 +128,7 @@ class ThreadStateGetApi(AgentServerApi):
     def get(self, request, thread_id: str, checkpoint_id: str | None = None):
         thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
         checkpoint = {"checkpoint_id": checkpoint_id} if checkpoint_id else None
-        return Response(state_get(get_served_graph(thread.graph_name), thread.id, checkpoint=checkpoint,
+        return Response(state_get(selectors.thread_graph(thread), thread.id, checkpoint=checkpoint,
                                   subgraphs=query_flag(request, "subgraphs")))
 
 
@@ -143,7 +142,7 @@ class ThreadStateAtCheckpointApi(AgentServerApi):
     def post(self, request, thread_id: str):
         data = self.parse(self.InputSerializer)
         thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
-        return Response(state_get(get_served_graph(thread.graph_name), thread.id, checkpoint=data["checkpoint"],
+        return Response(state_get(selectors.thread_graph(thread), thread.id, checkpoint=data["checkpoint"],
                                   subgraphs=data["subgraphs"]))
 
 
@@ -197,6 +196,6 @@ class ThreadHistoryApi(AgentServerApi):
 
     def history(self, thread_id: str, data: dict) -> Response:
         thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
-        return Response(state_history(get_served_graph(thread.graph_name), thread.id, limit=data["limit"],
+        return Response(state_history(selectors.thread_graph(thread), thread.id, limit=data["limit"],
                                       before=data.get("before"), metadata=data.get("metadata"),
                                       checkpoint=data.get("checkpoint")))

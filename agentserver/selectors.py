@@ -9,7 +9,7 @@ from agentserver.graphs import served_graph_ids
 from agentserver.models import Assistant, AssistantVersion
 from agentserver.state import snapshot_get
 from chat.access import Caller
-from chat.graph_runtime import get_served_graph
+from chat.graph_runtime import ServedGraph, get_served_graph
 from chat.models import ChatRun, ChatThread
 from chat.services import thread_owned_by
 from core.exceptions import NotFound
@@ -80,9 +80,16 @@ def thread_get(*, caller: Caller, thread_id: str) -> ChatThread:
     return thread
 
 
+def thread_graph(thread: ChatThread) -> ServedGraph:
+    """The served graph that reads and writes the thread's state: its metadata's `graph_id` (as on the Agent
+    Server), else the graph its last protocol run used, else the default graph (how the examples bootstrap)."""
+    wanted = (thread.metadata or {}).get("graph_id")
+    return get_served_graph(wanted if wanted in served_graph_ids() else thread.graph_name)
+
+
 def thread_view(thread: ChatThread) -> dict[str, Any]:
     """The thread's status, values and interrupts, derived from its runs and its checkpoints."""
-    snapshot = snapshot_get(get_served_graph(thread.graph_name), thread.id)
+    snapshot = snapshot_get(thread_graph(thread), thread.id)
     runs = list(ChatRun.objects.filter(thread=thread).order_by("-created_at").values_list("status", flat=True)[:1])
     interrupts: dict[str, list] = {}
     if snapshot is not None:

@@ -16,7 +16,7 @@ from agentserver.models import Assistant, AssistantVersion
 from agentserver.state import state_update
 from chat import services as chat_services
 from chat.access import Caller
-from chat.graph_runtime import get_checkpointer, get_served_graph
+from chat.graph_runtime import get_checkpointer
 from chat.models import ChatRun, ChatThread
 from core.exceptions import BadRequest, Conflict, NotFound
 
@@ -201,7 +201,7 @@ def thread_state_update(*, caller: Caller, thread_id: str, values: Any, as_node:
         thread = chat_services.thread_claim(thread_id=thread_id, caller=caller)
     except NotFound:
         raise selectors.thread_not_found(thread_id) from None
-    result = state_update(get_served_graph(thread.graph_name), thread.id, values=values, as_node=as_node,
+    result = state_update(selectors.thread_graph(thread), thread.id, values=values, as_node=as_node,
                           checkpoint=checkpoint)
     messages = values.get("messages") if isinstance(values, dict) else None
     chat_services.thread_touch(thread=thread, messages=messages if isinstance(messages, list) else None)

@@ -123,7 +123,8 @@ def thread_lifecycle(client: SdkClient) -> None:
     assert copy["thread_id"] != thread_id and copy["metadata"]["team"] == marker
     assert client.threads.get_state(copy["thread_id"])["values"] == {"steps": ["a", "b"]}
     client.threads.delete(thread_id)
-    assert status_of(lambda: client.threads.get(thread_id)) == (404, {"detail": f"Thread with ID {thread_id} not found"})
+    gone = {"detail": f"Thread with ID {thread_id} not found"}
+    assert status_of(lambda: client.threads.get(thread_id)) == (404, gone)
     assert status_of(lambda: client.threads.get_state(thread_id))[0] == 404
     assert client.threads.count(metadata={"team": marker}) == 1  # the copy
 

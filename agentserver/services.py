@@ -190,6 +190,12 @@ def thread_copy(*, thread: ChatThread) -> ChatThread:
     return copy
 
 
+def _graph_metadata(thread: ChatThread) -> dict:
+    """What the Agent Server copies from a thread's metadata into the checkpoints a state update writes."""
+    graph_id = (thread.metadata or {}).get("graph_id")
+    return {"graph_id": graph_id} if graph_id else {}
+
+
 def thread_state_update(*, caller: Caller, thread_id: str, values: Any, as_node: str | None,
                         checkpoint: dict | None) -> dict:
     """Update (or, for a thread nobody has yet, bootstrap as the examples do) the thread's state.
@@ -202,7 +208,7 @@ def thread_state_update(*, caller: Caller, thread_id: str, values: Any, as_node:
     except NotFound:
         raise selectors.thread_not_found(thread_id) from None
     result = state_update(selectors.thread_graph(thread), thread.id, values=values, as_node=as_node,
-                          checkpoint=checkpoint)
+                          checkpoint=checkpoint, metadata=_graph_metadata(thread))
     messages = values.get("messages") if isinstance(values, dict) else None
     chat_services.thread_touch(thread=thread, messages=messages if isinstance(messages, list) else None)
     return result

@@ -111,9 +111,10 @@ def state_get(served: ServedGraph, thread_id: str, *, checkpoint: dict | None = 
 
 
 def state_update(served: ServedGraph, thread_id: str, *, values: Any, as_node: str | None,
-                 checkpoint: dict | None) -> dict:
+                 checkpoint: dict | None, metadata: dict | None = None) -> dict:
     """Apply an update as `as_node` (on a thread without state, or with `messages: []`, as `__start__`, which is
-    how the examples bootstrap a thread); the new checkpoint in the Agent Server's response shape.
+    how the examples bootstrap a thread); the new checkpoint in the Agent Server's response shape. `metadata` goes
+    into the checkpoint's metadata.
 
     Raises:
         InvalidStateRequest: the graph refuses the update.
@@ -126,7 +127,8 @@ def state_update(served: ServedGraph, thread_id: str, *, values: Any, as_node: s
     if as_node is not None and as_node not in served.graph.nodes and as_node != "__start__":
         raise InvalidStateRequest(f"Node {as_node} does not exist")
     try:
-        config = served.graph.update_state(_config(thread_id, checkpoint), values, as_node=as_node)
+        config = {**_config(thread_id, checkpoint), "metadata": dict(metadata or {})}
+        config = served.graph.update_state(config, values, as_node=as_node)
     except (InvalidUpdateError, ValueError, KeyError, TypeError) as exc:
         raise InvalidStateRequest(f"{type(exc).__name__}: {exc}") from exc
     configurable = dict(config.get("configurable") or {})

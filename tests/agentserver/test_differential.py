@@ -24,10 +24,11 @@ THREAD, OTHER, ASSISTANT = ("7d1f7c2e-0000-4000-8000-000000000001", "7d1f7c2e-00
 NESTED = "0813419b-f0e6-579e-bdee-18d9fdf48632"  # uuid5 of "nested": the same on both servers
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
-# Checkpoint metadata the Agent Server copies from the thread's metadata and its own config; not part of the API.
-PEER_ONLY_METADATA = {"graph_id", "thread_id", "assistant_id", "user_id", "created_by", "run_attempt",
-                      "langgraph_version", "langgraph_api_version", "langgraph_plan", "langgraph_host",
-                      "langgraph_api_url", "langgraph_auth_user_id", "langgraph_request_id", "run_id", "team"}
+# Checkpoint metadata describing the Agent Server's own deployment and request, not the thread, and `thread_id`,
+# which LangGraph's checkpointers leave out (EXCLUDED_METADATA_KEYS) and only the in-memory runtime keeps.
+PEER_ONLY_METADATA = {"thread_id", "assistant_id", "user_id", "created_by", "run_attempt", "langgraph_version",
+                      "langgraph_api_version", "langgraph_plan", "langgraph_host", "langgraph_api_url",
+                      "langgraph_auth_user_id", "langgraph_request_id", "run_id"}
 
 SCENARIO = [
     ("POST", "/assistants/search", {"sort_by": "graph_id", "sort_order": "asc"}),
@@ -83,8 +84,11 @@ class Normaliser:
         self.ids: dict[str, str] = {}
 
     def __call__(self, value, key: str | None = None):
+        if isinstance(value, dict) and "next" in value and isinstance(value.get("metadata"), dict):  # a ThreadState
+            metadata = {k: v for k, v in value["metadata"].items() if k not in PEER_ONLY_METADATA}
+            return {k: self(metadata if k == "metadata" else v, k) for k, v in value.items()}
         if isinstance(value, dict):
-            return {k: self(v, k) for k, v in value.items() if not (key == "metadata" and k in PEER_ONLY_METADATA)}
+            return {k: self(v, k) for k, v in value.items()}
         if isinstance(value, list):
             return [self(v) for v in value]
         if isinstance(value, str) and (UUID.match(value) or key in ("checkpoint_ns",) and ":" in value):

@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 
 import langgraph.version
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agentserver import graphs, selectors, services
 from agentserver.http import (
+    SORT_ORDERS,
     AgentServerApi,
     StateRenderer,
     assistant_id_of,
@@ -38,11 +41,13 @@ class OkApi(APIView):
     def get_exception_handler(self):
         return handle_exception
 
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="ok")
     def get(self, request):
         return Response({"ok": True})
 
 
 class InfoApi(AgentServerApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="info")
     def get(self, request):
         return Response({
             "version": AGENT_SERVER_API_VERSION,
@@ -78,6 +83,9 @@ class AssistantBaseApi(AgentServerApi):
 
 class AssistantCreateApi(AssistantBaseApi):
     class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "AssistantCreateInput"
+
         graph_id = serializers.CharField()
         assistant_id = serializers.UUIDField(required=False)
         config = serializers.DictField(required=False)
@@ -87,6 +95,7 @@ class AssistantCreateApi(AssistantBaseApi):
         description = serializers.CharField(required=False, allow_null=True, allow_blank=True)
         if_exists = serializers.ChoiceField(["raise", "do_nothing"], default="raise")
 
+    @extend_schema(request=InputSerializer, responses=AssistantOutputSerializer, operation_id="create_assistant")
     def post(self, request):
         data = self.parse(self.InputSerializer)
         services.assistants_ensure_system(caller=self.caller)
@@ -103,12 +112,17 @@ class AssistantSearchApi(AssistantBaseApi):
     writes = False
 
     class InputSerializer(_SearchSerializer):
+        class Meta:
+            ref_name = "AssistantSearchInput"
+
         limit = serializers.IntegerField(min_value=1, max_value=1000, default=10)
         offset = serializers.IntegerField(min_value=0, default=0)
         sort_by = serializers.ChoiceField(ASSISTANT_SORTS, default="created_at")
-        sort_order = serializers.ChoiceField(["asc", "desc"], default="desc")
+        sort_order = serializers.ChoiceField(SORT_ORDERS, default="desc")
         select = serializers.ListField(child=serializers.ChoiceField(ASSISTANT_FIELDS), required=False)
 
+    @extend_schema(request=InputSerializer, responses=AssistantOutputSerializer(many=True),
+                   operation_id="search_assistants")
     def post(self, request):
         data = self.parse(self.InputSerializer)
         services.assistants_ensure_system(caller=self.caller)
@@ -124,8 +138,10 @@ class AssistantCountApi(AssistantBaseApi):
     writes = False
 
     class InputSerializer(_SearchSerializer):
-        pass
+        class Meta:
+            ref_name = "AssistantCountInput"
 
+    @extend_schema(request=InputSerializer, responses=OpenApiTypes.INT, operation_id="count_assistants")
     def post(self, request):
         data = self.parse(self.InputSerializer)
         services.assistants_ensure_system(caller=self.caller)
@@ -133,12 +149,16 @@ class AssistantCountApi(AssistantBaseApi):
 
 
 class AssistantGetApi(AssistantBaseApi):
+    @extend_schema(responses=AssistantOutputSerializer, operation_id="get_assistant")
     def get(self, request, assistant_id: str):
         return Response(assistant_out(self.assistant(assistant_id)))
 
 
 class AssistantUpdateApi(AssistantBaseApi):
     class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "AssistantUpdateInput"
+
         graph_id = serializers.CharField(required=False)
         config = serializers.DictField(required=False)
         context = serializers.DictField(required=False)
@@ -146,6 +166,7 @@ class AssistantUpdateApi(AssistantBaseApi):
         name = serializers.CharField(required=False)
         description = serializers.CharField(required=False, allow_blank=True)
 
+    @extend_schema(request=InputSerializer, responses=AssistantOutputSerializer, operation_id="patch_assistant")
     def patch(self, request, assistant_id: str):
         assistant = self.assistant(assistant_id)
         data = self.parse(self.InputSerializer)
@@ -153,6 +174,7 @@ class AssistantUpdateApi(AssistantBaseApi):
 
 
 class AssistantDeleteApi(AssistantBaseApi):
+    @extend_schema(responses={204: None}, operation_id="delete_assistant")
     def delete(self, request, assistant_id: str):
         assistant = self.assistant(assistant_id)
         services.assistant_delete(caller=self.caller, assistant=assistant,
@@ -164,11 +186,17 @@ class AssistantVersionsApi(AssistantBaseApi):
     writes = False
 
     class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "AssistantVersionsInput"
+
         metadata = serializers.DictField(required=False)
         limit = serializers.IntegerField(min_value=1, max_value=1000, default=10)
         offset = serializers.IntegerField(min_value=0, default=0)
 
     class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "AssistantVersionsOutput"
+
         assistant_id = serializers.CharField(source="assistant.assistant_id")
         version = serializers.IntegerField()
         graph_id = serializers.CharField()
@@ -179,6 +207,8 @@ class AssistantVersionsApi(AssistantBaseApi):
         name = serializers.CharField()
         description = serializers.CharField(allow_null=True)
 
+    @extend_schema(request=InputSerializer, responses=OutputSerializer(many=True),
+                   operation_id="get_assistant_versions")
     def post(self, request, assistant_id: str):
         assistant = self.assistant(assistant_id)
         data = self.parse(self.InputSerializer)
@@ -189,8 +219,13 @@ class AssistantVersionsApi(AssistantBaseApi):
 
 class AssistantSetLatestApi(AssistantBaseApi):
     class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "AssistantSetLatestInput"
+
         version = serializers.IntegerField(min_value=1)
 
+    @extend_schema(request=InputSerializer, responses=AssistantOutputSerializer,
+                   operation_id="set_latest_assistant_version")
     def post(self, request, assistant_id: str):
         assistant = self.assistant(assistant_id)
         data = self.parse(self.InputSerializer)
@@ -207,12 +242,14 @@ def _xray(request) -> bool | int:
 
 
 class AssistantGraphApi(AssistantBaseApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_assistant_graph")
     def get(self, request, assistant_id: str):
         assistant = self.assistant(assistant_id)
         return Response(graphs.drawable(get_served_graph(assistant.graph_id).graph, xray=_xray(request)))
 
 
 class AssistantSchemasApi(AssistantBaseApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_assistant_schemas")
     def get(self, request, assistant_id: str):
         assistant = self.assistant(assistant_id)
         schemas = graphs.schemas(get_served_graph(assistant.graph_id).graph)
@@ -220,8 +257,17 @@ class AssistantSchemasApi(AssistantBaseApi):
 
 
 class AssistantSubgraphsApi(AssistantBaseApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_assistant_subgraphs")
     def get(self, request, assistant_id: str, namespace: str | None = None):
         assistant = self.assistant(assistant_id)
         graph = get_served_graph(assistant.graph_id).graph
         return Response(graphs.subgraph_schemas(graph, namespace=namespace,
                                                 recurse=query_flag(request, "recurse")))
+
+
+class AssistantSubgraphApi(AssistantSubgraphsApi):
+    """GET /assistants/{id}/subgraphs/{namespace}: only that namespace's subgraph."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_assistant_subgraphs_by_namespace")
+    def get(self, request, assistant_id: str, namespace: str | None = None):
+        return super().get(request, assistant_id, namespace)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from agentserver import selectors, services
-from agentserver.http import AgentServerApi, paginated, query_flag, selected
+from agentserver.http import SORT_ORDERS, AgentServerApi, paginated, query_flag, selected
 from agentserver.state import state_get, state_history
 
 THREAD_FIELDS = ["thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "config", "status",
@@ -46,12 +48,16 @@ def thread_out(thread, view: dict | None = None) -> dict:
 
 class ThreadCreateApi(AgentServerApi):
     class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ThreadCreateInput"
+
         thread_id = serializers.UUIDField(required=False, error_messages={
             "invalid": "Invalid thread ID: must be a UUID"})
         metadata = serializers.DictField(required=False)
         if_exists = serializers.ChoiceField(["raise", "do_nothing"], default="raise")
         ttl = TtlSerializer(required=False, allow_null=True)
 
+    @extend_schema(request=InputSerializer, responses=OpenApiTypes.OBJECT, operation_id="create_thread")
     def post(self, request):
         data = self.parse(self.InputSerializer)
         thread_id = str(data.pop("thread_id")) if data.get("thread_id") else None
@@ -69,13 +75,18 @@ class ThreadSearchApi(AgentServerApi):
     writes = False
 
     class InputSerializer(_ThreadFilterSerializer):
+        class Meta:
+            ref_name = "ThreadSearchInput"
+
         ids = serializers.ListField(child=serializers.CharField(), required=False)
         limit = serializers.IntegerField(min_value=1, max_value=1000, default=10)
         offset = serializers.IntegerField(min_value=0, default=0)
         sort_by = serializers.ChoiceField(THREAD_SORTS, default="updated_at")
-        sort_order = serializers.ChoiceField(["asc", "desc"], default="desc")
+        sort_order = serializers.ChoiceField(SORT_ORDERS, default="desc")
         select = serializers.ListField(child=serializers.ChoiceField(THREAD_FIELDS), required=False)
 
+    @extend_schema(request=InputSerializer, responses={200: {"type": "array", "items": {"type": "object"}}},
+                   operation_id="search_threads")
     def post(self, request):
         data = self.parse(self.InputSerializer)
         limit, offset, select = data.pop("limit"), data.pop("offset"), data.pop("select", None)
@@ -88,22 +99,29 @@ class ThreadCountApi(AgentServerApi):
     writes = False
 
     class InputSerializer(_ThreadFilterSerializer):
-        pass
+        class Meta:
+            ref_name = "ThreadCountInput"
 
+    @extend_schema(request=InputSerializer, responses=OpenApiTypes.INT, operation_id="count_threads")
     def post(self, request):
         return Response(len(selectors.thread_search(caller=self.caller, **self.parse(self.InputSerializer))))
 
 
 class ThreadGetApi(AgentServerApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_thread")
     def get(self, request, thread_id: str):
         return Response(thread_out(selectors.thread_get(caller=self.caller, thread_id=thread_id)))
 
 
 class ThreadUpdateApi(AgentServerApi):
     class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ThreadUpdateInput"
+
         metadata = serializers.DictField(required=False, allow_null=True)
         ttl = TtlSerializer(required=False, allow_null=True)
 
+    @extend_schema(request=InputSerializer, responses=OpenApiTypes.OBJECT, operation_id="patch_thread")
     def patch(self, request, thread_id: str):
         thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
         thread = services.thread_update(thread=thread, **self.parse(self.InputSerializer))
@@ -113,18 +131,21 @@ class ThreadUpdateApi(AgentServerApi):
 
 
 class ThreadDeleteApi(AgentServerApi):
+    @extend_schema(responses={204: None}, operation_id="delete_thread")
     def delete(self, request, thread_id: str):
         services.thread_delete(thread=selectors.thread_get(caller=self.caller, thread_id=thread_id))
         return Response(status=204)
 
 
 class ThreadCopyApi(AgentServerApi):
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT, operation_id="copy_thread")
     def post(self, request, thread_id: str):
         thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
         return Response(thread_out(services.thread_copy(thread=thread)))
 
 
 class ThreadStateGetApi(AgentServerApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_thread_state")
     def get(self, request, thread_id: str, checkpoint_id: str | None = None):
         thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
         checkpoint = {"checkpoint_id": checkpoint_id} if checkpoint_id else None
@@ -132,13 +153,26 @@ class ThreadStateGetApi(AgentServerApi):
                                   subgraphs=query_flag(request, "subgraphs")))
 
 
+class ThreadStateAtCheckpointIdApi(ThreadStateGetApi):
+    """GET /threads/{id}/state/{checkpoint_id}."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_thread_state_at_checkpoint_id")
+    def get(self, request, thread_id: str, checkpoint_id: str | None = None):
+        return super().get(request, thread_id, checkpoint_id)
+
+
 class ThreadStateAtCheckpointApi(AgentServerApi):
     writes = False
 
     class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ThreadStateAtCheckpointInput"
+
         checkpoint = CheckpointSerializer()
         subgraphs = serializers.BooleanField(default=False)
 
+    @extend_schema(request=InputSerializer, responses=OpenApiTypes.OBJECT,
+                   operation_id="get_thread_state_at_checkpoint")
     def post(self, request, thread_id: str):
         data = self.parse(self.InputSerializer)
         thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
@@ -155,11 +189,15 @@ class StateValuesField(serializers.JSONField):
 
 class ThreadStateUpdateApi(AgentServerApi):
     class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ThreadStateUpdateInput"
+
         values = StateValuesField(required=False, allow_null=True)
         as_node = serializers.CharField(required=False, allow_null=True)
         checkpoint = CheckpointSerializer(required=False, allow_null=True)
         checkpoint_id = serializers.CharField(required=False, allow_null=True)
 
+    @extend_schema(request=InputSerializer, responses=OpenApiTypes.OBJECT, operation_id="update_thread_state")
     def post(self, request, thread_id: str):
         data = self.parse(self.InputSerializer)
         checkpoint = dict(data.get("checkpoint") or {})
@@ -183,14 +221,21 @@ class ThreadHistoryApi(AgentServerApi):
     writes = False
 
     class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ThreadHistoryInput"
+
         limit = serializers.IntegerField(min_value=1, max_value=1000, default=10)
         before = HistoryBeforeField(required=False, allow_null=True)
         metadata = serializers.DictField(required=False, allow_null=True)
         checkpoint = CheckpointSerializer(required=False, allow_null=True)
 
+    @extend_schema(responses={200: {"type": "array", "items": {"type": "object"}}},
+                   operation_id="get_thread_history_get")
     def get(self, request, thread_id: str):
         return self.history(thread_id, self.parse(self.InputSerializer, request.query_params.dict()))
 
+    @extend_schema(request=InputSerializer, responses={200: {"type": "array", "items": {"type": "object"}}},
+                   operation_id="get_thread_history")
     def post(self, request, thread_id: str):
         return self.history(thread_id, self.parse(self.InputSerializer))
 

@@ -21,6 +21,8 @@ from chat.wire import dumps
 from core.exception_handler import handle_exception as core_handle_exception
 from core.exceptions import RequestValidationError
 
+SORT_ORDERS = ("asc", "desc")
+
 
 def _messages(errors, loc: str = "") -> list[str]:
     if isinstance(errors, dict):

@@ -25,7 +25,7 @@ urlpatterns = [
     path(f"{A}/graph", api.AssistantGraphApi.as_view()),
     path(f"{A}/schemas", api.AssistantSchemasApi.as_view()),
     path(f"{A}/subgraphs", api.AssistantSubgraphsApi.as_view()),
-    path(f"{A}/subgraphs/<str:namespace>", api.AssistantSubgraphsApi.as_view()),
+    path(f"{A}/subgraphs/<str:namespace>", api.AssistantSubgraphApi.as_view()),
     path("threads", api_threads.ThreadCreateApi.as_view()),
     path("threads/search", api_threads.ThreadSearchApi.as_view()),
     path("threads/count", api_threads.ThreadCountApi.as_view()),
@@ -34,6 +34,6 @@ urlpatterns = [
     path(f"{T}/copy", api_threads.ThreadCopyApi.as_view()),
     path(f"{T}/state", method_routes(get=api_threads.ThreadStateGetApi, post=api_threads.ThreadStateUpdateApi)),
     path(f"{T}/state/checkpoint", api_threads.ThreadStateAtCheckpointApi.as_view()),
-    path(f"{T}/state/<str:checkpoint_id>", api_threads.ThreadStateGetApi.as_view()),
+    path(f"{T}/state/<str:checkpoint_id>", api_threads.ThreadStateAtCheckpointIdApi.as_view()),
     path(f"{T}/history", api_threads.ThreadHistoryApi.as_view()),
 ]

@@ -54,7 +54,11 @@ def assistant_lifecycle(client: SdkClient, graph: str) -> None:
     assert ordered[-1]["assistant_id"] == aid
     assert len(client.assistants.search(graph_id=graph, limit=1, offset=1)) == 1
     assert client.assistants.count(metadata={"team": marker}) == 1
-    client.assistants.delete(aid)
+    kept = client.threads.create(metadata={"assistant_id": "someone else"})["thread_id"]
+    bound = client.threads.create(metadata={"assistant_id": aid})["thread_id"]
+    client.assistants.delete(aid, delete_threads=True)
+    assert status_of(lambda: client.threads.get(bound))[0] == 404
+    client.threads.delete(kept)
     assert status_of(lambda: client.assistants.get(aid)) == (404, {"detail": f"Assistant with ID {aid} not found"})
 
 

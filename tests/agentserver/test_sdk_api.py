@@ -45,6 +45,16 @@ def test_threads_are_created_updated_searched_copied_and_deleted(client):
     scenarios.thread_lifecycle(client)
 
 
+def test_a_threads_ttl_is_stored_with_the_moment_it_expires(client):
+    thread = client.threads.create(ttl={"strategy": "delete", "ttl": 30}, metadata={"k": 1})
+    stored = ChatThread.objects.get(pk=thread["thread_id"])
+    assert stored.ttl == {"strategy": "delete", "ttl": 30.0} and stored.metadata == {"k": 1}
+    assert 29 * 60 < (stored.expires_at - stored.created_at).total_seconds() <= 30 * 60 + 5
+    client.threads.update(thread["thread_id"], metadata={"k": 2}, ttl=5)
+    stored.refresh_from_db()
+    assert stored.ttl == {"strategy": "delete", "ttl": 5.0} and stored.metadata == {"k": 2}
+
+
 def test_bad_input_gets_the_agent_servers_errors_never_a_500(client, server, key):
     scenarios.bad_input(client, f"{server.url}/api", {"X-Api-Key": key})
 

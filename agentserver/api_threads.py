@@ -89,10 +89,10 @@ class ThreadSearchApi(AgentServerApi):
                    operation_id="search_threads")
     def post(self, request):
         data = self.parse(self.InputSerializer)
-        limit, offset, select = data.pop("limit"), data.pop("offset"), data.pop("select", None)
-        found = selectors.thread_search(caller=self.caller, **data)
-        page = [selected(thread_out(thread, view), select) for thread, view in found[offset:offset + limit]]
-        return paginated(page, limit=limit, offset=offset, total=len(found))
+        select = data.pop("select", None)
+        found, total = selectors.thread_search(caller=self.caller, **data)
+        page = [selected(thread_out(thread, view), select) for thread, view in found]
+        return paginated(page, limit=data["limit"], offset=data["offset"], total=total)
 
 
 class ThreadCountApi(AgentServerApi):
@@ -104,7 +104,7 @@ class ThreadCountApi(AgentServerApi):
 
     @extend_schema(request=InputSerializer, responses=OpenApiTypes.INT, operation_id="count_threads")
     def post(self, request):
-        return Response(len(selectors.thread_search(caller=self.caller, **self.parse(self.InputSerializer))))
+        return Response(selectors.thread_search(caller=self.caller, limit=0, **self.parse(self.InputSerializer))[1])
 
 
 class ThreadGetApi(AgentServerApi):

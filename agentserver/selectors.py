@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.db import connection
+
 from agentserver.graphs import served_graph_ids
 from agentserver.models import Assistant, AssistantVersion
 from agentserver.state import snapshot_get
@@ -109,19 +111,30 @@ def thread_view(thread: ChatThread) -> dict[str, Any]:
 
 
 def thread_search(*, caller: Caller, metadata: dict | None = None, values: dict | None = None,
-                  status: str | None = None, ids: list[str] | None = None, sort_by: str = "created_at",
-                  sort_order: str = "desc") -> list[tuple[ChatThread, dict | None]]:
-    """The caller's matching threads with their views (computed only when a filter or the sort needs them)."""
+                  status: str | None = None, ids: list[str] | None = None, sort_by: str = "updated_at",
+                  sort_order: str = "desc", limit: int | None = None,
+                  offset: int = 0) -> tuple[list[tuple[ChatThread, dict | None]], int]:
+    """A page of the caller's matching threads (with their views where a filter needed them) and the total.
+
+    Metadata is matched by the database on PostgreSQL (JSON containment); `values`, `status` and sorting by status
+    need each thread's state, so those searches, and metadata on SQLite (no JSON `contains`), filter in Python.
+    """
     rows = ChatThread.objects.filter(**caller.owner_filter)
     if ids is not None:
         rows = rows.filter(pk__in=ids)
-    derived = bool(values) or status is not None or sort_by == "status"
+    in_database = connection.vendor == "postgresql"
+    if metadata and in_database:
+        rows = rows.filter(metadata__contains=metadata)
+    sign = "-" if sort_order == "desc" else ""
     if sort_by != "status":
-        sign = "-" if sort_order == "desc" else ""
         column = {"thread_id": "id", "state_updated_at": "updated_at"}.get(sort_by, sort_by)
         rows = rows.order_by(f"{sign}{column}", f"{sign}id")
+    derived = bool(values) or status is not None or sort_by == "status"
+    if not derived and (in_database or not metadata):
+        end = None if limit is None else offset + limit
+        return [(thread, None) for thread in rows[offset:end]], rows.count()
     found = []
-    for thread in rows:
+    for thread in rows.iterator():
         if not metadata_matches(thread.metadata, metadata):
             continue
         view = thread_view(thread) if derived else None
@@ -131,4 +144,5 @@ def thread_search(*, caller: Caller, metadata: dict | None = None, values: dict 
         found.append((thread, view))
     if sort_by == "status":
         found.sort(key=lambda pair: (pair[1]["status"], pair[0].created_at), reverse=sort_order == "desc")
-    return found
+    end = None if limit is None else offset + limit
+    return found[offset:end], len(found)

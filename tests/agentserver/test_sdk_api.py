@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 
+import httpx
 import pytest
 
 from chat.models import ChatThread
@@ -121,3 +122,20 @@ def test_a_thread_made_by_the_sdk_runs_on_the_protocol_and_back(client, server, 
     assert protocol_thread in [t["thread_id"] for t in client.threads.search(limit=100)]
     client.threads.delete(protocol_thread)
     assert not ChatThread.objects.filter(pk=protocol_thread).exists()
+
+
+def test_history_answers_get_with_query_parameters_and_bodies_over_the_limit_are_413(client, server, key, settings):
+    thread_id = client.threads.create(metadata={"graph_id": "agent"})["thread_id"]
+    for step in ("a", "b", "c"):
+        client.threads.update_state(thread_id, {"steps": [step]}, as_node="__start__")
+    headers = {"X-Api-Key": key}
+    newest = httpx.get(f"{server.url}/api/threads/{thread_id}/history", params={"limit": 2}, headers=headers).json()
+    assert [h["values"]["steps"] for h in newest] == [["a", "b", "c"], ["a", "b"]]
+    before = httpx.get(f"{server.url}/api/threads/{thread_id}/history",
+                       params={"limit": 5, "before": newest[0]["checkpoint_id"]}, headers=headers).json()
+    assert [h["values"]["steps"] for h in before] == [["a", "b"], ["a"]]
+    assert httpx.get(f"{server.url}/api/threads/{thread_id}/history", params={"limit": "x"},
+                     headers=headers).status_code == 422
+    huge = httpx.post(f"{server.url}/api/threads", content=b"{" + b" " * settings.JSON_BODY_MAX_BYTES + b"}",
+                      headers={**headers, "Content-Type": "application/json"})
+    assert huge.status_code == 413 and "detail" in huge.json()

@@ -42,8 +42,13 @@ class Assistant(BaseModel):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["owner_kind", "workspace", "user", "assistant_id"],
-                                    name="agentserver_assistant_owner_id"),
+            # One per owner and id; per kind, since NULL owner columns would never collide in one constraint.
+            models.UniqueConstraint(fields=["workspace", "assistant_id"], condition=models.Q(owner_kind="workspace"),
+                                    name="agentserver_assistant_workspace_id"),
+            models.UniqueConstraint(fields=["user", "assistant_id"], condition=models.Q(owner_kind="user"),
+                                    name="agentserver_assistant_user_id"),
+            models.UniqueConstraint(fields=["assistant_id"], condition=models.Q(owner_kind="anonymous"),
+                                    name="agentserver_assistant_anonymous_id"),
             models.CheckConstraint(
                 name="agentserver_assistant_owner_consistent",
                 condition=(

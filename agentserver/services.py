@@ -59,7 +59,6 @@ def assistants_ensure_system(*, caller: Caller) -> None:
             pass  # a concurrent request created it
 
 
-@transaction.atomic
 def assistant_create(*, caller: Caller, graph_id: str, assistant_id: uuid.UUID | None = None,
                      config: dict | None = None, context: dict | None = None, metadata: dict | None = None,
                      name: str | None = None, description: str | None = None,
@@ -68,17 +67,19 @@ def assistant_create(*, caller: Caller, graph_id: str, assistant_id: uuid.UUID |
     if graph_id not in served_graph_ids():
         raise graph_not_found(graph_id)
     assistant_id = assistant_id or uuid.uuid4()
-    existing = Assistant.objects.filter(**caller.owner_filter, assistant_id=assistant_id).first()
-    if existing is not None:
-        if if_exists == "do_nothing":
-            return existing
-        raise Conflict(f"Assistant {assistant_id} already exists")
-    assistant = Assistant.objects.create(
-        assistant_id=assistant_id, **caller.owner_fields, graph_id=graph_id, name=name or "Untitled",
-        description=description, config=_check_config(config or {}, context), context=context or {},
-        metadata=metadata or {})
-    _add_version(assistant)
-    return assistant
+    config = _check_config(config or {}, context)
+    try:
+        with transaction.atomic():
+            assistant = Assistant.objects.create(
+                assistant_id=assistant_id, **caller.owner_fields, graph_id=graph_id, name=name or "Untitled",
+                description=description, config=config, context=context or {}, metadata=metadata or {})
+            _add_version(assistant)
+            return assistant
+    except IntegrityError:
+        existing = Assistant.objects.filter(**caller.owner_filter, assistant_id=assistant_id).first()
+    if existing is not None and if_exists == "do_nothing":
+        return existing
+    raise Conflict(f"Assistant {assistant_id} already exists")
 
 
 @transaction.atomic

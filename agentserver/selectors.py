@@ -27,9 +27,18 @@ def system_assistant_id(graph_id: str) -> uuid.UUID:
 
 
 def metadata_matches(found: dict | None, wanted: dict | None) -> bool:
-    """True when every key of `wanted` is in `found` with an equal value (the Agent Server's containment)."""
+    """True when every key of `wanted` is in `found` with an equal value, nested objects matched the same way (JSON
+    containment, as PostgreSQL's `@>` does for objects)."""
     found = found or {}
-    return all(key in found and found[key] == value for key, value in (wanted or {}).items())
+    for key, value in (wanted or {}).items():
+        if key not in found:
+            return False
+        if isinstance(value, dict) and isinstance(found[key], dict):
+            if not metadata_matches(found[key], value):
+                return False
+        elif found[key] != value:
+            return False
+    return True
 
 
 # --- Assistants -----------------------------------------------------------------------------------------------

@@ -177,10 +177,13 @@ def thread_delete(*, thread: ChatThread) -> None:
         from chat.consumers import stop_run  # the chat protocol's own stop: flag, local cancel, bounded wait
 
         async_to_sync(stop_run)(active)
-    get_checkpointer().delete_thread(thread.id)
-    chat_services.thread_delete(thread=thread)
+    # One transaction (the saver's sync methods use this thread's connection): never half a thread left behind.
+    with transaction.atomic():
+        get_checkpointer().delete_thread(thread.id)
+        chat_services.thread_delete(thread=thread)
 
 
+@transaction.atomic
 def thread_copy(*, thread: ChatThread) -> ChatThread:
     """A new thread of the same owner with the same metadata and a copy of every checkpoint."""
     copy = ChatThread.objects.create(

@@ -29,7 +29,7 @@ class ChatThreadAdmin(ReadOnlyAdmin):
     list_select_related = ["workspace", "user"]
     search_fields = ["=id", "title"]
     readonly_fields = ["id", "owner_kind", "workspace", "user", "title", "graph_name", "has_state", "last_seq",
-                       "expired_through_seq", "created_at", "updated_at"]
+                       "expired_through_seq", "metadata", "ttl", "expires_at", "created_at", "updated_at"]
     inlines = [ChatRunInline]
     allow_delete = True  # nothing to edit here, but a thread may be removed (its runs and events go with it)
 

@@ -1,4 +1,7 @@
-"""The chat's HTTP routes under /api/threads, as Channels consumers (streams must outlive `handle()`)."""
+"""The chat's HTTP routes under /api/threads, as Channels consumers (streams must outlive `handle()`).
+
+A thread's state, history and deletion are served by the Agent Server API (agentserver/) on the same paths.
+"""
 
 from __future__ import annotations
 
@@ -14,13 +17,12 @@ from django.conf import settings
 from chat import commands, db, selectors, services
 from chat.access import ChatAccessError
 from chat.branches import NoSuchCheckpoint, branch_map, checkpoint_tree, off_branch_runs
-from chat.graph_runtime import get_checkpointer, get_served_graph
+from chat.graph_runtime import get_served_graph
 from chat.http import BadBody, ChatConsumer, parse_json
 from chat.hub import Subscriber, frame, hubs, wait_event
 from chat.models import ChatRun
 from chat.runner import runs
 from chat.subscriptions import InvalidSubscription, parse_subscription
-from chat.threads import InvalidStateUpdate, thread_history, thread_state_get, thread_state_update
 
 log = logging.getLogger("chat.consumers")
 SSE_HEADERS = [(b"Content-Type", b"text/event-stream"), (b"Cache-Control", b"no-cache, no-transform"),
@@ -44,101 +46,6 @@ class ThreadListConsumer(ChatConsumer):
 
 def thread_summary(thread) -> dict:
     return {"id": thread.id, "title": thread.title or DEFAULT_TITLE, "updatedAt": thread.updated_at.isoformat()}
-
-
-class ThreadConsumer(ChatConsumer):
-    """PATCH /api/threads/:id `{title}` renames the thread; DELETE removes it, its checkpoints and writes, its runs
-    and its event log."""
-
-    methods = ("PATCH", "DELETE")
-
-    async def respond(self, body: bytes) -> None:
-        caller = await self.caller(write=True)
-        if self.scope["method"] == "PATCH":
-            payload = parse_json(body, default={})
-            if not isinstance(payload, dict) or "title" not in payload:
-                raise BadBody("The body must be a JSON object {title}.")
-            thread = await db.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
-            try:
-                thread = await db.run(services.thread_rename, thread=thread, title=payload["title"])
-            except services.InvalidTitle as exc:
-                return await self.send_error(422, "invalid_argument", str(exc))
-            return await self.send_json(200, thread_summary(thread))
-        thread = await db.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
-        active = await db.run(selectors.run_active, thread=thread)
-        if active is not None:
-            await stop_run(active)
-        await get_checkpointer().adelete_thread(thread.id)
-        await db.run(services.thread_delete, thread=thread)
-        await self.send_response(204, b"")
-
-
-class StateConsumer(ChatConsumer):
-    """GET /api/threads/:id/state (404 without state) and POST (bootstrap or update)."""
-
-    methods = ("GET", "POST")
-
-    async def respond(self, body: bytes) -> None:
-        if self.scope["method"] == "GET":
-            caller = await self.caller()
-            thread = await db.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
-            state = await thread_state_get(get_served_graph(thread.graph_name), thread.id)
-            if state is None:
-                return await self.send_error(404, "not_found", f"Thread {thread.id} not found")
-            return await self.send_json(200, state)
-        caller = await self.caller(write=True)
-        payload = parse_json(body, default={})
-        if not isinstance(payload, dict):
-            raise BadBody("The body must be a JSON object {values?, checkpoint?, checkpoint_id?, as_node?}.")
-        thread = await db.run(services.thread_claim, thread_id=self.thread_id, caller=caller)
-        try:
-            values, checkpoint, checkpoint_id, as_node = _state_update_fields(payload)
-            state = await thread_state_update(get_served_graph(thread.graph_name), thread.id, values=values,
-                                              checkpoint=checkpoint, checkpoint_id=checkpoint_id, as_node=as_node)
-        except InvalidStateUpdate as exc:
-            return await self.send_error(422, "invalid_state_update", str(exc))
-        messages = values.get("messages") if isinstance(values, dict) else None
-        await db.run(services.thread_touch, thread=thread, messages=messages if isinstance(messages, list) else None)
-        await self.send_json(200, state)
-
-
-def _state_update_fields(payload: dict):
-    values, checkpoint = payload.get("values"), payload.get("checkpoint")
-    checkpoint_id, as_node = payload.get("checkpoint_id"), payload.get("as_node")
-    if values is not None and not isinstance(values, dict | list):
-        raise InvalidStateUpdate("values must be a JSON object (or a list of updates).")
-    if checkpoint is not None and not isinstance(checkpoint, dict):
-        raise InvalidStateUpdate("checkpoint must be an object {checkpoint_id, checkpoint_ns?}.")
-    for name, value in (("checkpoint_id", checkpoint_id), ("as_node", as_node)):
-        if value is not None and not isinstance(value, str):
-            raise InvalidStateUpdate(f"{name} must be a string.")
-    return values, checkpoint, checkpoint_id, as_node
-
-
-class HistoryConsumer(ChatConsumer):
-    """POST /api/threads/:id/history: ThreadStates newest first (`limit`, `before`, `metadata`, `checkpoint`)."""
-
-    async def respond(self, body: bytes) -> None:
-        caller = await self.caller()
-        payload = parse_json(body, default={})
-        if not isinstance(payload, dict):
-            raise BadBody("The body must be a JSON object {limit?, before?, metadata?, checkpoint?}.")
-        limit, metadata, checkpoint = payload.get("limit", 10), payload.get("metadata"), payload.get("checkpoint")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise BadBody("limit must be a whole number from 1 to 1000.")
-        if metadata is not None and not isinstance(metadata, dict) or checkpoint is not None and not isinstance(
-                checkpoint, dict):
-            raise BadBody("metadata and checkpoint must be JSON objects.")
-        thread = await db.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
-        served = get_served_graph(thread.graph_name)
-        if await thread_state_get(served, thread.id) is None:
-            return await self.send_error(404, "not_found", f"Thread {thread.id} not found")
-        try:
-            states = await thread_history(served, thread.id, limit=limit, before=payload.get("before"),
-                                          metadata=metadata, checkpoint=checkpoint)
-        except InvalidStateUpdate as exc:
-            raise BadBody(str(exc)) from None
-        await self.send_json(200, states)
 
 
 class BranchesConsumer(ChatConsumer):

@@ -123,6 +123,11 @@ class ChatThread(BaseModel):
     last_seq = models.BigIntegerField(default=0)
     # Retention dropped every event up to this seq: an older cursor gets 410 cursor_expired.
     expired_through_seq = models.BigIntegerField(default=0)
+    # The Agent Server API's thread fields (agentserver/): free-form metadata the caller searches by, and the
+    # time-to-live it asked for ({"strategy": "delete", "ttl": minutes}) with the moment that makes it expire.
+    metadata = models.JSONField(default=dict, blank=True)
+    ttl = models.JSONField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [

@@ -1,4 +1,9 @@
-"""The chat's ASGI routes (config/routing.py puts them ahead of Django)."""
+"""The chat's ASGI routes (config/routing.py puts them ahead of Django).
+
+Only what must outlive a Django view is here: the protocol's commands, its SSE stream, run cancellation and the
+page's branch map, plus the examples' thread list (GET /api/threads). A thread's state, history, reads, renaming and
+deletion are the Agent Server API's (agentserver/), which answers the examples' calls on those paths too.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +11,16 @@ from django.urls import re_path
 
 from chat import consumers
 
-# `.` and `..` are not thread ids (clients resolve them away); they, ids over 255 characters and unknown paths
-# under /api/threads reach NoRouteConsumer, which answers in the protocol's error shape rather than Django's.
+# `.` and `..` are not thread ids (clients resolve them away): such paths, ids over 255 characters and every other
+# path under /api/threads fall through to Django, where the Agent Server API answers them in its own shape.
 _THREAD = r"^api/threads/(?P<thread_id>(?!\.\.?(?:/|$))[^/]{1,255})"
+# GET only: config/routing.py sends every other method on this path to Django (POST is the Agent Server's create).
+THREAD_LIST_PATH = r"^api/threads/?$"
+thread_list_app = consumers.ThreadListConsumer.as_asgi()
 
 http_routes = [
-    re_path(r"^api/threads/?$", consumers.ThreadListConsumer.as_asgi()),
     re_path(_THREAD + r"/commands/?$", consumers.CommandsConsumer.as_asgi()),
     re_path(_THREAD + r"/stream(?:/events)?/?$", consumers.StreamConsumer.as_asgi()),
-    re_path(_THREAD + r"/state/?$", consumers.StateConsumer.as_asgi()),
-    re_path(_THREAD + r"/history/?$", consumers.HistoryConsumer.as_asgi()),
     re_path(_THREAD + r"/branches/?$", consumers.BranchesConsumer.as_asgi()),
     re_path(_THREAD + r"/runs/(?P<run_id>[^/]+)/cancel/?$", consumers.RunCancelConsumer.as_asgi()),
-    re_path(_THREAD + r"/?$", consumers.ThreadConsumer.as_asgi()),
-    re_path(r"^api/threads/", consumers.NoRouteConsumer.as_asgi()),
 ]

@@ -121,12 +121,8 @@ def shorten_title(text: str, limit: int = TITLE_LENGTH) -> str:
     return cut.rstrip(" ,;:.-–—") + "…"
 
 
-def thread_rename(*, thread: ChatThread, title: object) -> ChatThread:
-    """Give the thread the user's own title (whitespace collapsed).
-
-    Raises:
-        InvalidTitle: not a string, blank, or longer than the title column.
-    """
+def validate_title(title: object) -> str:
+    """The title with its whitespace collapsed. Raises InvalidTitle: not a string, blank, or too long."""
     if not isinstance(title, str):
         raise InvalidTitle("title must be a string.")
     cleaned = " ".join(title.split())
@@ -134,6 +130,16 @@ def thread_rename(*, thread: ChatThread, title: object) -> ChatThread:
         raise InvalidTitle("title must not be blank.")
     if len(cleaned) > TITLE_MAX_LENGTH:
         raise InvalidTitle(f"title must be at most {TITLE_MAX_LENGTH} characters long (it has {len(cleaned)}).")
+    return cleaned
+
+
+def thread_rename(*, thread: ChatThread, title: object) -> ChatThread:
+    """Give the thread the user's own title (whitespace collapsed).
+
+    Raises:
+        InvalidTitle: not a string, blank, or longer than the title column.
+    """
+    cleaned = validate_title(title)
     # Not an activity: the thread keeps its place in the newest-first list.
     thread.title = cleaned
     ChatThread.objects.filter(pk=thread.pk).update(title=cleaned)

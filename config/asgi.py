@@ -1,8 +1,9 @@
 """ASGI entry point: Django for HTTP, with Channels routing in front of it.
 
 `config.routing.http_routes` (the chat protocol's SSE consumers) are matched first; everything
-else goes to Django. Loading it fails the chat runs that this process's predecessor left running
-(chat.runner.fail_runs_of_predecessor): Daphne imports the application before it listens.
+else goes to Django, the Agent Server API under /api included (agentserver/urls.py). Loading it fails the chat runs
+that this process's predecessor left running (chat.runner.fail_runs_of_predecessor): Daphne imports the application
+before it listens.
 """
 
 from __future__ import annotations
@@ -41,5 +42,5 @@ fail_runs_of_predecessor()
 hold_database_files()
 
 application = ProtocolTypeRouter(
-    {"http": URLRouter([*http_routes, re_path(r"", django_asgi_app)])}
+    {"http": URLRouter([*http_routes(django_asgi_app), re_path(r"", django_asgi_app)])}
 )

@@ -132,6 +132,7 @@ INSTALLED_APPS = [
     "deployments",
     "agentauth",
     "chat",
+    "agentserver",
 ]
 
 MIDDLEWARE = [
@@ -322,7 +323,9 @@ SPECTACULAR_SETTINGS = {
     "DEFAULT_GENERATOR_CLASS": "core.openapi.ServiceSchemaGenerator",
     # One name for a choice set that several fields share (source and revision_source).
     "ENUM_NAME_OVERRIDES": {"DeploymentSourceEnum": "deployments.models.Deployment.Source",
-                            "BulkExportFormatVersionEnum": "exports.models.BulkExport.FormatVersion"},
+                            "BulkExportFormatVersionEnum": "exports.models.BulkExport.FormatVersion",
+                            "ThreadStatusEnum": "agentserver.selectors.THREAD_STATUSES",
+                            "SortOrderEnum": "agentserver.http.SORT_ORDERS"},
 }
 
 # Daphne does not serve static files itself; the ASGI app does when this is on.

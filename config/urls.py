@@ -18,4 +18,6 @@ urlpatterns = [
     path("", include("agentauth.urls")),
     path("", include("deployments.urls")),
     path("", include("chat.page_urls")),
+    # The Agent Server API of the service's own deep agent, beside the examples' chat routes (config/routing.py).
+    path("api/", include("agentserver.urls")),
 ]

@@ -1,6 +1,7 @@
-"""The ASGI application of a revision's serving process: the chat protocol routes and /ok, nothing else.
+"""The ASGI application of a revision's serving process: the Agent Server API, the chat protocol routes and /ok.
 
-No admin, no /v2, no /api/v1: only what `chat.routing` serves under /api/threads, plus a health
+No admin, no /v2, no /api/v1: the Agent Server API (agentserver/) at the root and under /api, the
+chat protocol's consumers under /api/threads (config.routing puts them ahead of Django), and a health
 check. When SERVE_GRAPHS_TOKEN is set (always, when the runner starts it), every request but /ok
 must carry it in X-Serving-Token: the process listens on loopback, and the token keeps other local
 processes from bypassing the proxy's authentication.
@@ -15,12 +16,12 @@ import secrets
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deployments.serving_settings")
-get_asgi_application()  # sets Django up before the consumers are imported
+django_app = get_asgi_application()  # also sets Django up before the consumers are imported
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
-from chat.routing import http_routes  # noqa: E402
+from config.routing import http_routes  # noqa: E402
 from core.daphne_compat import disable_twisted_form_parsing  # noqa: E402
 
 disable_twisted_form_parsing()
@@ -38,10 +39,6 @@ async def ok(scope, receive, send) -> None:
     await _send_json(send, 200, {"ok": True, "revision_id": os.environ.get("SERVE_GRAPHS_REVISION_ID")})
 
 
-async def not_found(scope, receive, send) -> None:
-    await _send_json(send, 404, {"error": "not_found", "message": f"No route for {scope.get('path')}"})
-
-
 class RequireServingToken:
     def __init__(self, app, token: str | None):
         self.app, self.token = app, token
@@ -55,7 +52,8 @@ class RequireServingToken:
         return await self.app(scope, receive, send)
 
 
+routes = [re_path(r"^ok/?$", ok), *http_routes(django_app), re_path(r"", django_app)]
 application = RequireServingToken(
-    ProtocolTypeRouter({"http": URLRouter([re_path(r"^ok/?$", ok), *http_routes, re_path(r"", not_found)])}),
+    ProtocolTypeRouter({"http": URLRouter(routes)}),
     os.environ.get("SERVE_GRAPHS_TOKEN"),
 )

@@ -1,7 +1,7 @@
 """Settings of a revision's serving process (`serve_graphs`): the service's settings, routed to chat only.
 
 The environment (deployments/environment.py) gives it its own SQLite database and keys; here it
-only changes what is served: the chat protocol routes and /ok, nothing else.
+only changes what is served: the Agent Server API, the chat protocol routes and /ok, nothing else.
 """
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ export class ApiError extends Error {
 async function failure(response: Response, what: string): Promise<ApiError> {
   let detail = "";
   try {
-    const body = (await response.json()) as { message?: string; error?: string };
-    detail = body.message ?? body.error ?? "";
+    // The protocol's routes answer {error, message}; the Agent Server API's (rename, delete) answer {detail}.
+    const body = (await response.json()) as { message?: string; error?: string; detail?: unknown };
+    detail = body.message ?? body.error ?? (typeof body.detail === "string" ? body.detail : "");
   } catch {
     // Not JSON: the status says enough.
   }
@@ -54,7 +55,11 @@ export async function searchThreads(apiUrl: string, query: string): Promise<Thre
   return Array.isArray(body) ? (body as ThreadSummary[]) : [];
 }
 
-export async function renameThread(apiUrl: string, threadId: string, title: string): Promise<ThreadSummary> {
+export async function renameThread(
+  apiUrl: string,
+  threadId: string,
+  title: string,
+): Promise<Pick<ThreadSummary, "id" | "title">> {
   const response = await fetch(`${apiUrl}/threads/${encodeURIComponent(threadId)}`, {
     method: "PATCH",
     credentials: "same-origin",
@@ -62,7 +67,9 @@ export async function renameThread(apiUrl: string, threadId: string, title: stri
     body: JSON.stringify({ title }),
   });
   if (!response.ok) throw await failure(response, "Could not rename the conversation");
-  return (await response.json()) as ThreadSummary;
+  // The answer is the Agent Server's thread object, which has no title: the server stored this one with its
+  // whitespace collapsed (chat.services.validate_title), so the page shows it the same way.
+  return { id: threadId, title: title.split(/\s+/).filter(Boolean).join(" ") };
 }
 
 // ---- Branches (chat/branches.py on the server) -------------------------------------------------------------------

@@ -35,10 +35,10 @@ def new_thread() -> str:
     return str(uuid.uuid4())
 
 
-def test_the_state_of_an_unknown_thread_is_404_in_the_protocols_shape(base):
-    response = httpx.get(f"{base}/api/threads/{new_thread()}/state")
-    assert response.status_code == 404
-    assert set(response.json()) == {"error", "message"} and response.json()["error"] == "not_found"
+def test_the_state_of_an_unknown_thread_is_404_in_the_agent_servers_shape(base):
+    thread = new_thread()
+    response = httpx.get(f"{base}/api/threads/{thread}/state")
+    assert response.status_code == 404 and response.json() == {"detail": f"Thread with ID {thread} not found"}
 
 
 def test_posting_state_bootstraps_a_thread_that_get_then_returns(base):
@@ -48,14 +48,15 @@ def test_posting_state_bootstraps_a_thread_that_get_then_returns(base):
     state = httpx.get(f"{base}/api/threads/{thread}/state").json()
     assert state["values"]["messages"] == [] and state["checkpoint"]["thread_id"] == thread
     assert state["checkpoint"]["checkpoint_id"] == created.json()["checkpoint"]["checkpoint_id"]
-    assert set(state) == {"values", "next", "tasks", "checkpoint", "metadata", "created_at", "parent_checkpoint"}
+    assert set(state) == {"values", "next", "tasks", "checkpoint", "metadata", "created_at", "parent_checkpoint",
+                          "interrupts", "checkpoint_id", "parent_checkpoint_id"}
 
 
-def test_a_state_update_the_graph_cannot_apply_is_422(base):
+def test_a_state_update_the_graph_cannot_apply_is_400_and_a_malformed_one_422(base):
     thread = new_thread()
     httpx.post(f"{base}/api/threads/{thread}/state", json={"values": {"messages": []}})
     response = httpx.post(f"{base}/api/threads/{thread}/state", json={"values": {"messages": []}, "as_node": "nope"})
-    assert response.status_code == 422 and response.json()["error"] == "invalid_state_update"
+    assert response.status_code == 400 and response.json() == {"detail": "Node nope does not exist"}
     response = httpx.post(f"{base}/api/threads/{thread}/state", json={"values": 3})
     assert response.status_code == 422
 
@@ -208,7 +209,7 @@ def test_history_lists_states_newest_first_with_the_tasks_that_map_subagents(bas
     inputs = httpx.post(f"{base}/api/threads/{thread}/history", json={"metadata": {"source": "input"}}).json()
     assert inputs and all(h["metadata"]["source"] == "input" for h in inputs)
     assert httpx.post(f"{base}/api/threads/{new_thread()}/history", json={}).status_code == 404
-    assert httpx.post(f"{base}/api/threads/{thread}/history", json={"limit": 0}).status_code == 400
+    assert httpx.post(f"{base}/api/threads/{thread}/history", json={"limit": 0}).status_code == 422
 
 
 def test_threads_are_listed_newest_first_with_their_titles(base):

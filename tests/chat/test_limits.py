@@ -49,11 +49,14 @@ def test_a_model_without_its_key_fails_the_run_with_an_error_naming_the_variable
 
 def test_anonymous_callers_are_401_when_anonymous_access_is_off(base):
     thread = str(uuid.uuid4())
-    for response in (httpx.get(f"{base}/api/threads"), httpx.get(f"{base}/api/threads/{thread}/state"),
+    for response in (httpx.get(f"{base}/api/threads"),
                      httpx.post(f"{base}/api/threads/{thread}/stream", json={"channels": ["values"]}),
                      command(base, thread, "run.start", {"input": {}})):
         assert response.status_code == 401
         assert response.json()["error"] == "unauthenticated"
+    # The state is the Agent Server API's route: its shape.
+    response = httpx.get(f"{base}/api/threads/{thread}/state")
+    assert response.status_code == 401 and response.json()["detail"].startswith("Authentication required")
 
 
 def test_concurrent_streams_are_capped_per_caller(base, key, make_client, workspace):

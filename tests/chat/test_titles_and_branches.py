@@ -65,31 +65,46 @@ def test_a_thread_is_renamed_with_patch_and_keeps_its_place_in_the_list(base):
     run_to_end(base, thread, "calculate 2 + 3")
     run_to_end(base, older, "calculate 4 + 5")
     response = httpx.patch(f"{base}/api/threads/{thread}", json={"title": "  Sums   for the\nreport "})
-    assert response.status_code == 200
-    assert response.json()["title"] == "Sums for the report" and response.json()["id"] == thread
+    # The Agent Server's threads.update answers: its thread object (which has no title).
+    assert response.status_code == 200 and response.json()["thread_id"] == thread
     listed = httpx.get(f"{base}/api/threads").json()
     assert [t["id"] for t in listed][:2] == [older, thread]
     assert listed[1]["title"] == "Sums for the report"
     assert ChatThread.objects.get(pk=thread).title == "Sums for the report"
 
 
-@pytest.mark.parametrize(("body", "status", "message"), [
-    ({"title": ""}, 422, "title must not be blank."),
-    ({"title": " \n "}, 422, "title must not be blank."),
-    ({"title": 12}, 422, "title must be a string."),
-    ({"title": None}, 422, "title must be a string."),
-    ({"title": "t" * 201}, 422, "title must be at most 200 characters long (it has 201)."),
-    ({"name": "x"}, 400, "The body must be a JSON object {title}."),
-    (["title"], 400, "The body must be a JSON object {title}."),
+def test_a_rename_can_go_with_the_agent_servers_metadata_update(base):
+    thread = new_thread()
+    run_to_end(base, thread, "calculate 2 + 8")
+    response = httpx.patch(f"{base}/api/threads/{thread}", json={"title": "Tens", "metadata": {"topic": "sums"}})
+    assert response.status_code == 200 and response.json()["metadata"]["topic"] == "sums"
+    assert listed_title(base, thread) == "Tens"
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"title": ""}, "title must not be blank."),
+    ({"title": " \n "}, "title must not be blank."),
+    ({"title": 12}, "title must be a string."),
+    ({"title": "t" * 201}, "title must be at most 200 characters long (it has 201)."),
+    ({"title": "", "metadata": {"topic": "lost"}}, "title must not be blank."),
 ])
-def test_a_bad_title_is_refused_in_the_protocols_error_shape_and_changes_nothing(base, body, status, message):
+def test_a_bad_title_is_422_in_the_agent_servers_shape_and_changes_nothing(base, body, message):
     thread = new_thread()
     run_to_end(base, thread, "calculate 6 + 7")
     response = httpx.patch(f"{base}/api/threads/{thread}", json=body)
-    assert response.status_code == status
-    assert response.json() == {"error": "invalid_argument" if status == 422 else "invalid_argument",
-                               "message": message}
+    assert response.status_code == 422
+    assert response.json() == {"detail": message}
     assert listed_title(base, thread) == "calculate 6 + 7"
+    assert "topic" not in ChatThread.objects.get(pk=thread).metadata
+
+
+def test_a_null_title_or_a_body_that_is_not_an_object_is_422(base):
+    thread = new_thread()
+    run_to_end(base, thread, "calculate 6 + 8")
+    for body in ({"title": None}, ["title"]):
+        response = httpx.patch(f"{base}/api/threads/{thread}", json=body)
+        assert response.status_code == 422 and isinstance(response.json()["detail"], str), body
+    assert listed_title(base, thread) == "calculate 6 + 8"
 
 
 def test_threads_are_searched_by_title_in_any_case(base):
@@ -109,11 +124,11 @@ def test_renaming_needs_json_and_an_existing_thread(base):
     run_to_end(base, thread, "calculate 1 + 9")
     response = httpx.patch(f"{base}/api/threads/{thread}", content=b"{not json",
                            headers={"Content-Type": "application/json"})
-    assert response.status_code == 400 and response.json()["error"] == "invalid_argument"
+    assert response.status_code == 422 and response.json() == {"detail": "Invalid JSON in request body"}
     missing = new_thread()
     response = httpx.patch(f"{base}/api/threads/{missing}", json={"title": "x"})
     assert response.status_code == 404
-    assert response.json() == {"error": "not_found", "message": f"Thread {missing} not found"}
+    assert response.json() == {"detail": f"Thread with ID {missing} not found"}
     assert not ChatThread.objects.filter(pk=missing).exists()
     assert httpx.put(f"{base}/api/threads/{thread}", json={"title": "x"}).status_code == 405
 

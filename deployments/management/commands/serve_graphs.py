@@ -1,4 +1,4 @@
-"""Serve a project's graphs over the Agent Streaming Protocol: the entry point of every revision process.
+"""Serve a project's graphs over the Agent Server API and the Agent Streaming Protocol: every revision process.
 
 Every graph of the langgraph.json is served; `run.start`'s `assistant_id` picks one by its key, and "_" or an
 unknown id picks the first.
@@ -19,7 +19,7 @@ log = logging.getLogger("deployments.serve_graphs")
 
 
 class Command(BaseCommand):
-    help = "Serve the graphs of a langgraph.json (the chat protocol routes under /api/threads, and /ok)."
+    help = "Serve the graphs of a langgraph.json (the Agent Server API, the chat protocol under /api/threads, /ok)."
     # The runner builds this process's whole environment; the service's deploy-time checks are not its concern.
     requires_system_checks: list = []
 

@@ -1,0 +1,273 @@
+"""The Agent Server API's system and assistant operations (threads: api_threads.py), one view per operation."""
+
+from __future__ import annotations
+
+import os
+
+import langgraph.version
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agentserver import graphs, selectors, services
+from agentserver.http import (
+    SORT_ORDERS,
+    AgentServerApi,
+    StateRenderer,
+    assistant_id_of,
+    handle_exception,
+    paginated,
+    query_flag,
+    selected,
+)
+from chat.graph_runtime import get_served_graph
+from core.exceptions import RequestValidationError
+
+# The version of LangChain's Agent Server whose API this one follows (its /info answers the same).
+AGENT_SERVER_API_VERSION = "0.16.7"
+ASSISTANT_FIELDS = ["assistant_id", "graph_id", "config", "context", "metadata", "name", "created_at",
+                    "updated_at", "version", "description"]
+ASSISTANT_SORTS = ["assistant_id", "created_at", "updated_at", "name", "graph_id"]
+
+
+class OkApi(APIView):
+    renderer_classes = [StateRenderer]
+    authentication_classes: list = []
+    permission_classes: list = []
+    throttle_classes: list = []
+
+    def get_exception_handler(self):
+        return handle_exception
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="ok")
+    def get(self, request):
+        return Response({"ok": True})
+
+
+class InfoApi(AgentServerApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="info")
+    def get(self, request):
+        return Response({
+            "version": AGENT_SERVER_API_VERSION,
+            "langgraph_py_version": langgraph.version.__version__,
+            "flags": {"assistants": True, "crons": False, "langsmith": False},
+            "host": {"kind": "self-hosted", "project_id": None, "host_revision_id": None,
+                     "revision_id": os.environ.get("SERVE_GRAPHS_REVISION_ID"), "tenant_id": None},
+        })
+
+
+class AssistantOutputSerializer(serializers.Serializer):
+    assistant_id = serializers.CharField()
+    graph_id = serializers.CharField()
+    config = serializers.DictField()
+    context = serializers.DictField()
+    metadata = serializers.DictField()
+    name = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    version = serializers.IntegerField()
+    description = serializers.CharField(allow_null=True)
+
+
+def assistant_out(assistant) -> dict:
+    return AssistantOutputSerializer(assistant).data
+
+
+class AssistantBaseApi(AgentServerApi):
+    def assistant(self, raw_id: str):
+        services.assistants_ensure_system(caller=self.caller)
+        return selectors.assistant_get(caller=self.caller, assistant_id=assistant_id_of(raw_id))
+
+
+class AssistantCreateApi(AssistantBaseApi):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "AssistantCreateInput"
+
+        graph_id = serializers.CharField()
+        assistant_id = serializers.UUIDField(required=False)
+        config = serializers.DictField(required=False)
+        context = serializers.DictField(required=False)
+        metadata = serializers.DictField(required=False)
+        name = serializers.CharField(required=False, allow_blank=True)
+        description = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+        if_exists = serializers.ChoiceField(["raise", "do_nothing"], default="raise")
+
+    @extend_schema(request=InputSerializer, responses=AssistantOutputSerializer, operation_id="create_assistant")
+    def post(self, request):
+        data = self.parse(self.InputSerializer)
+        services.assistants_ensure_system(caller=self.caller)
+        return Response(assistant_out(services.assistant_create(caller=self.caller, **data)))
+
+
+class _SearchSerializer(serializers.Serializer):
+    graph_id = serializers.CharField(required=False)
+    metadata = serializers.DictField(required=False)
+    name = serializers.CharField(required=False)
+
+
+class AssistantSearchApi(AssistantBaseApi):
+    writes = False
+
+    class InputSerializer(_SearchSerializer):
+        class Meta:
+            ref_name = "AssistantSearchInput"
+
+        limit = serializers.IntegerField(min_value=1, max_value=1000, default=10)
+        offset = serializers.IntegerField(min_value=0, default=0)
+        sort_by = serializers.ChoiceField(ASSISTANT_SORTS, default="created_at")
+        sort_order = serializers.ChoiceField(SORT_ORDERS, default="desc")
+        select = serializers.ListField(child=serializers.ChoiceField(ASSISTANT_FIELDS), required=False)
+
+    @extend_schema(request=InputSerializer, responses=AssistantOutputSerializer(many=True),
+                   operation_id="search_assistants")
+    def post(self, request):
+        data = self.parse(self.InputSerializer)
+        services.assistants_ensure_system(caller=self.caller)
+        found = selectors.assistant_search(caller=self.caller, graph_id=data.get("graph_id"),
+                                           metadata=data.get("metadata"), name=data.get("name"),
+                                           sort_by=data["sort_by"], sort_order=data["sort_order"])
+        page = found[data["offset"]:data["offset"] + data["limit"]]
+        return paginated([selected(assistant_out(a), data.get("select")) for a in page], limit=data["limit"],
+                         offset=data["offset"], total=len(found))
+
+
+class AssistantCountApi(AssistantBaseApi):
+    writes = False
+
+    class InputSerializer(_SearchSerializer):
+        class Meta:
+            ref_name = "AssistantCountInput"
+
+    @extend_schema(request=InputSerializer, responses=OpenApiTypes.INT, operation_id="count_assistants")
+    def post(self, request):
+        data = self.parse(self.InputSerializer)
+        services.assistants_ensure_system(caller=self.caller)
+        return Response(len(selectors.assistant_search(caller=self.caller, **data)))
+
+
+class AssistantGetApi(AssistantBaseApi):
+    @extend_schema(responses=AssistantOutputSerializer, operation_id="get_assistant")
+    def get(self, request, assistant_id: str):
+        return Response(assistant_out(self.assistant(assistant_id)))
+
+
+class AssistantUpdateApi(AssistantBaseApi):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "AssistantUpdateInput"
+
+        graph_id = serializers.CharField(required=False)
+        config = serializers.DictField(required=False)
+        context = serializers.DictField(required=False)
+        metadata = serializers.DictField(required=False)
+        name = serializers.CharField(required=False)
+        description = serializers.CharField(required=False, allow_blank=True)
+
+    @extend_schema(request=InputSerializer, responses=AssistantOutputSerializer, operation_id="patch_assistant")
+    def patch(self, request, assistant_id: str):
+        assistant = self.assistant(assistant_id)
+        data = self.parse(self.InputSerializer)
+        return Response(assistant_out(services.assistant_update(assistant=assistant, **data)))
+
+
+class AssistantDeleteApi(AssistantBaseApi):
+    @extend_schema(responses={204: None}, operation_id="delete_assistant")
+    def delete(self, request, assistant_id: str):
+        assistant = self.assistant(assistant_id)
+        services.assistant_delete(caller=self.caller, assistant=assistant,
+                                  delete_threads=query_flag(request, "delete_threads"))
+        return Response(status=204)
+
+
+class AssistantVersionsApi(AssistantBaseApi):
+    writes = False
+
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "AssistantVersionsInput"
+
+        metadata = serializers.DictField(required=False)
+        limit = serializers.IntegerField(min_value=1, max_value=1000, default=10)
+        offset = serializers.IntegerField(min_value=0, default=0)
+
+    class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "AssistantVersionsOutput"
+
+        assistant_id = serializers.CharField(source="assistant.assistant_id")
+        version = serializers.IntegerField()
+        graph_id = serializers.CharField()
+        config = serializers.DictField()
+        context = serializers.DictField()
+        metadata = serializers.DictField()
+        created_at = serializers.DateTimeField()
+        name = serializers.CharField()
+        description = serializers.CharField(allow_null=True)
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer(many=True),
+                   operation_id="get_assistant_versions")
+    def post(self, request, assistant_id: str):
+        assistant = self.assistant(assistant_id)
+        data = self.parse(self.InputSerializer)
+        versions = selectors.assistant_versions(assistant=assistant, metadata=data.get("metadata"))
+        page = versions[data["offset"]:data["offset"] + data["limit"]]
+        return Response(self.OutputSerializer(page, many=True).data)
+
+
+class AssistantSetLatestApi(AssistantBaseApi):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "AssistantSetLatestInput"
+
+        version = serializers.IntegerField(min_value=1)
+
+    @extend_schema(request=InputSerializer, responses=AssistantOutputSerializer,
+                   operation_id="set_latest_assistant_version")
+    def post(self, request, assistant_id: str):
+        assistant = self.assistant(assistant_id)
+        data = self.parse(self.InputSerializer)
+        return Response(assistant_out(services.assistant_set_latest(assistant=assistant, **data)))
+
+
+def _xray(request) -> bool | int:
+    raw = request.query_params.get("xray", "false").lower()
+    if raw in ("true", "false"):
+        return raw == "true"
+    if raw.isdigit():
+        return int(raw)
+    raise RequestValidationError.single(["query", "xray"], "Invalid xray value")
+
+
+class AssistantGraphApi(AssistantBaseApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_assistant_graph")
+    def get(self, request, assistant_id: str):
+        assistant = self.assistant(assistant_id)
+        return Response(graphs.drawable(get_served_graph(assistant.graph_id).graph, xray=_xray(request)))
+
+
+class AssistantSchemasApi(AssistantBaseApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_assistant_schemas")
+    def get(self, request, assistant_id: str):
+        assistant = self.assistant(assistant_id)
+        schemas = graphs.schemas(get_served_graph(assistant.graph_id).graph)
+        return Response({"graph_id": assistant.graph_id, **schemas})
+
+
+class AssistantSubgraphsApi(AssistantBaseApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_assistant_subgraphs")
+    def get(self, request, assistant_id: str, namespace: str | None = None):
+        assistant = self.assistant(assistant_id)
+        graph = get_served_graph(assistant.graph_id).graph
+        return Response(graphs.subgraph_schemas(graph, namespace=namespace,
+                                                recurse=query_flag(request, "recurse")))
+
+
+class AssistantSubgraphApi(AssistantSubgraphsApi):
+    """GET /assistants/{id}/subgraphs/{namespace}: only that namespace's subgraph."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_assistant_subgraphs_by_namespace")
+    def get(self, request, assistant_id: str, namespace: str | None = None):
+        return super().get(request, assistant_id, namespace)

@@ -1,0 +1,248 @@
+"""The Agent Server API's thread operations, one view per operation, on the chat protocol's own threads."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from agentserver import selectors, services
+from agentserver.http import SORT_ORDERS, AgentServerApi, paginated, query_flag, selected
+from agentserver.state import state_get, state_history
+
+THREAD_FIELDS = ["thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "config", "status",
+                 "values", "interrupts", "error"]
+THREAD_SORTS = ["thread_id", "status", "created_at", "updated_at", "state_updated_at"]
+
+
+class TtlSerializer(serializers.Serializer):
+    strategy = serializers.ChoiceField(["delete", "keep_latest"], default="delete")
+    ttl = serializers.FloatField(min_value=0)
+
+
+class CheckpointSerializer(serializers.Serializer):
+    checkpoint_id = serializers.CharField(required=False, allow_null=True)
+    checkpoint_ns = serializers.CharField(required=False, allow_blank=True)
+    checkpoint_map = serializers.DictField(required=False, allow_null=True)
+    thread_id = serializers.CharField(required=False)
+
+
+class ThreadOutputSerializer(serializers.Serializer):
+    thread_id = serializers.CharField(source="id")
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    # State changes touch updated_at (chat.services.thread_touch); metadata edits do too.
+    state_updated_at = serializers.DateTimeField(source="updated_at")
+    metadata = serializers.DictField()
+
+
+def thread_out(thread, view: dict | None = None) -> dict:
+    """The Agent Server's Thread: `error` and `interrupts` only once the thread has state, as `langgraph dev`."""
+    view = view or selectors.thread_view(thread)
+    out = {**ThreadOutputSerializer(thread).data, "status": view["status"], "config": {}, "values": view["values"]}
+    if view["has_state"]:
+        out.update(error=None, interrupts=view["interrupts"])
+    return out
+
+
+class ThreadCreateApi(AgentServerApi):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ThreadCreateInput"
+
+        thread_id = serializers.UUIDField(required=False, error_messages={
+            "invalid": "Invalid thread ID: must be a UUID"})
+        metadata = serializers.DictField(required=False)
+        if_exists = serializers.ChoiceField(["raise", "do_nothing"], default="raise")
+        ttl = TtlSerializer(required=False, allow_null=True)
+
+    @extend_schema(request=InputSerializer, responses=OpenApiTypes.OBJECT, operation_id="create_thread")
+    def post(self, request):
+        data = self.parse(self.InputSerializer)
+        thread_id = str(data.pop("thread_id")) if data.get("thread_id") else None
+        thread = services.thread_create(caller=self.caller, thread_id=thread_id, **data)
+        return Response(thread_out(thread))
+
+
+class _ThreadFilterSerializer(serializers.Serializer):
+    metadata = serializers.DictField(required=False)
+    values = serializers.DictField(required=False)
+    status = serializers.ChoiceField(list(selectors.THREAD_STATUSES), required=False)
+
+
+class ThreadSearchApi(AgentServerApi):
+    writes = False
+
+    class InputSerializer(_ThreadFilterSerializer):
+        class Meta:
+            ref_name = "ThreadSearchInput"
+
+        ids = serializers.ListField(child=serializers.CharField(), required=False)
+        limit = serializers.IntegerField(min_value=1, max_value=1000, default=10)
+        offset = serializers.IntegerField(min_value=0, default=0)
+        sort_by = serializers.ChoiceField(THREAD_SORTS, default="updated_at")
+        sort_order = serializers.ChoiceField(SORT_ORDERS, default="desc")
+        select = serializers.ListField(child=serializers.ChoiceField(THREAD_FIELDS), required=False)
+
+    @extend_schema(request=InputSerializer, responses={200: {"type": "array", "items": {"type": "object"}}},
+                   operation_id="search_threads")
+    def post(self, request):
+        data = self.parse(self.InputSerializer)
+        select = data.pop("select", None)
+        found, total = selectors.thread_search(caller=self.caller, **data)
+        page = [selected(thread_out(thread, view), select) for thread, view in found]
+        return paginated(page, limit=data["limit"], offset=data["offset"], total=total)
+
+
+class ThreadCountApi(AgentServerApi):
+    writes = False
+
+    class InputSerializer(_ThreadFilterSerializer):
+        class Meta:
+            ref_name = "ThreadCountInput"
+
+    @extend_schema(request=InputSerializer, responses=OpenApiTypes.INT, operation_id="count_threads")
+    def post(self, request):
+        return Response(selectors.thread_search(caller=self.caller, limit=0, **self.parse(self.InputSerializer))[1])
+
+
+class ThreadGetApi(AgentServerApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_thread")
+    def get(self, request, thread_id: str):
+        return Response(thread_out(selectors.thread_get(caller=self.caller, thread_id=thread_id)))
+
+
+class ThreadUpdateApi(AgentServerApi):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ThreadUpdateInput"
+
+        metadata = serializers.DictField(required=False, allow_null=True)
+        ttl = TtlSerializer(required=False, allow_null=True)
+        # Ours, not the Agent Server's: the chat page renames a thread (chat.services.thread_rename checks it).
+        title = serializers.JSONField(required=False)
+
+    @extend_schema(request=InputSerializer, responses=OpenApiTypes.OBJECT, operation_id="patch_thread")
+    def patch(self, request, thread_id: str):
+        thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
+        thread = services.thread_update(thread=thread, **self.parse(self.InputSerializer))
+        if request.headers.get("Prefer") == "return=minimal":
+            return Response(status=204)
+        return Response(thread_out(thread))
+
+
+class ThreadDeleteApi(AgentServerApi):
+    @extend_schema(responses={204: None}, operation_id="delete_thread")
+    def delete(self, request, thread_id: str):
+        services.thread_delete(thread=selectors.thread_get(caller=self.caller, thread_id=thread_id))
+        return Response(status=204)
+
+
+class ThreadCopyApi(AgentServerApi):
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT, operation_id="copy_thread")
+    def post(self, request, thread_id: str):
+        thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
+        return Response(thread_out(services.thread_copy(thread=thread)))
+
+
+class ThreadStateGetApi(AgentServerApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_thread_state")
+    def get(self, request, thread_id: str, checkpoint_id: str | None = None):
+        thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
+        checkpoint = {"checkpoint_id": checkpoint_id} if checkpoint_id else None
+        return Response(state_get(selectors.thread_graph(thread), thread.id, checkpoint=checkpoint,
+                                  subgraphs=query_flag(request, "subgraphs")))
+
+
+class ThreadStateAtCheckpointIdApi(ThreadStateGetApi):
+    """GET /threads/{id}/state/{checkpoint_id}."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_thread_state_at_checkpoint_id")
+    def get(self, request, thread_id: str, checkpoint_id: str | None = None):
+        return super().get(request, thread_id, checkpoint_id)
+
+
+class ThreadStateAtCheckpointApi(AgentServerApi):
+    writes = False
+
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ThreadStateAtCheckpointInput"
+
+        checkpoint = CheckpointSerializer()
+        subgraphs = serializers.BooleanField(default=False)
+
+    @extend_schema(request=InputSerializer, responses=OpenApiTypes.OBJECT,
+                   operation_id="get_thread_state_at_checkpoint")
+    def post(self, request, thread_id: str):
+        data = self.parse(self.InputSerializer)
+        thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
+        return Response(state_get(selectors.thread_graph(thread), thread.id, checkpoint=data["checkpoint"],
+                                  subgraphs=data["subgraphs"]))
+
+
+class StateValuesField(serializers.JSONField):
+    def to_internal_value(self, data):
+        if data is not None and not isinstance(data, dict | list):
+            raise serializers.ValidationError("values must be a JSON object or a list of updates")
+        return data
+
+
+class ThreadStateUpdateApi(AgentServerApi):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ThreadStateUpdateInput"
+
+        values = StateValuesField(required=False, allow_null=True)
+        as_node = serializers.CharField(required=False, allow_null=True)
+        checkpoint = CheckpointSerializer(required=False, allow_null=True)
+        checkpoint_id = serializers.CharField(required=False, allow_null=True)
+
+    @extend_schema(request=InputSerializer, responses=OpenApiTypes.OBJECT, operation_id="update_thread_state")
+    def post(self, request, thread_id: str):
+        data = self.parse(self.InputSerializer)
+        checkpoint = dict(data.get("checkpoint") or {})
+        if data.get("checkpoint_id"):
+            checkpoint["checkpoint_id"] = data["checkpoint_id"]
+        return Response(services.thread_state_update(caller=self.caller, thread_id=thread_id,
+                                                     values=data.get("values"), as_node=data.get("as_node"),
+                                                     checkpoint=checkpoint or None))
+
+
+class HistoryBeforeField(serializers.JSONField):
+    def to_internal_value(self, data):
+        if data is not None and not isinstance(data, str | dict):
+            raise serializers.ValidationError("before must be a checkpoint id or a checkpoint object")
+        return data
+
+
+class ThreadHistoryApi(AgentServerApi):
+    """GET (query `limit`, `before`) and POST (body `limit`, `before`, `metadata`, `checkpoint`)."""
+
+    writes = False
+
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ThreadHistoryInput"
+
+        limit = serializers.IntegerField(min_value=1, max_value=1000, default=10)
+        before = HistoryBeforeField(required=False, allow_null=True)
+        metadata = serializers.DictField(required=False, allow_null=True)
+        checkpoint = CheckpointSerializer(required=False, allow_null=True)
+
+    @extend_schema(responses={200: {"type": "array", "items": {"type": "object"}}},
+                   operation_id="get_thread_history_get")
+    def get(self, request, thread_id: str):
+        return self.history(thread_id, self.parse(self.InputSerializer, request.query_params.dict()))
+
+    @extend_schema(request=InputSerializer, responses={200: {"type": "array", "items": {"type": "object"}}},
+                   operation_id="get_thread_history")
+    def post(self, request, thread_id: str):
+        return self.history(thread_id, self.parse(self.InputSerializer))
+
+    def history(self, thread_id: str, data: dict) -> Response:
+        thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
+        return Response(state_history(selectors.thread_graph(thread), thread.id, limit=data["limit"],
+                                      before=data.get("before"), metadata=data.get("metadata"),
+                                      checkpoint=data.get("checkpoint")))

@@ -1,0 +1,117 @@
+"""What every Agent Server view shares: the caller, input parsing, and errors in the Agent Server's shapes.
+
+Errors are `{"detail": "<message>"}` as `langgraph dev` answers them: 404 for an unknown (or someone else's)
+object, 409 for a conflict, 422 for a malformed body or path id, 400 for an update the graph refuses.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from rest_framework import exceptions as drf
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agentserver.graphs import served_graph_ids
+from agentserver.selectors import system_assistant_id
+from agentserver.state import InvalidStateRequest
+from chat.access import ChatAccessError, check_write_origin, resolve_caller
+from chat.wire import dumps
+from core.exception_handler import handle_exception as core_handle_exception
+from core.exceptions import RequestValidationError
+
+SORT_ORDERS = ("asc", "desc")
+
+
+def _messages(errors, loc: str = "") -> list[str]:
+    if isinstance(errors, dict):
+        return [m for key, value in errors.items()
+                for m in _messages(value, loc if key == "non_field_errors" else f"{loc}.{key}".lstrip("."))]
+    if isinstance(errors, list):
+        return [m for index, item in enumerate(errors)
+                for m in (_messages(item, f"{loc}[{index}]") if isinstance(item, dict | list)
+                          else [f"{loc}: {item}" if loc else str(item)])]
+    return [f"{loc}: {errors}" if loc else str(errors)]
+
+
+def handle_exception(exc, context) -> Response:
+    if isinstance(exc, ChatAccessError):
+        return Response({"detail": exc.message}, status=exc.status)
+    if isinstance(exc, drf.ParseError):
+        return Response({"detail": "Invalid JSON in request body"}, status=422)
+    if isinstance(exc, drf.ValidationError):
+        return Response({"detail": "; ".join(_messages(exc.detail))}, status=422)
+    if isinstance(exc, RequestValidationError):
+        return Response({"detail": "; ".join(e["msg"] for e in exc.errors)}, status=422)
+    if isinstance(exc, InvalidStateRequest):
+        return Response({"detail": str(exc)}, status=400)
+    if isinstance(exc, drf.MethodNotAllowed):
+        return Response({"detail": "Method Not Allowed"}, status=405)
+    return core_handle_exception(exc, context)
+
+
+class StateRenderer(JSONRenderer):
+    """JSON as the chat protocol writes it: LangChain messages (and other objects in a graph's state) as their
+    wire dicts, where DRF's encoder would take a pydantic message for a list of its fields."""
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return b"" if data is None else dumps(data)
+
+
+class AgentServerApi(APIView):
+    """Authenticates as the chat protocol does (X-Api-Key with chat:use, a session, or anonymous where allowed)."""
+
+    renderer_classes = [StateRenderer]
+    authentication_classes: list = []
+    permission_classes: list = []
+    throttle_classes: list = []
+    # Whether a cookie-authenticated call must come from this site (every write; searches are reads).
+    writes = True
+
+    def get_exception_handler(self):
+        return handle_exception
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        self.caller = resolve_caller(headers, request.META.get("REMOTE_ADDR", ""))
+        if self.writes and request.method not in ("GET", "HEAD"):
+            check_write_origin(self.caller, headers)
+
+    def parse(self, serializer_class, data=None) -> dict:
+        serializer = serializer_class(data=self.request.data if data is None else data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+
+def assistant_id_of(raw: str) -> uuid.UUID:
+    """A path's assistant id: a UUID, or a served graph id standing for that graph's system assistant."""
+    if raw in served_graph_ids():
+        return system_assistant_id(raw)
+    try:
+        return uuid.UUID(raw)
+    except ValueError:
+        raise RequestValidationError.single(["path", "assistant_id"], "Invalid assistant ID: must be a UUID") from None
+
+
+def query_flag(request, name: str, default: bool = False) -> bool:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    if raw.lower() in ("true", "1", "yes"):
+        return True
+    if raw.lower() in ("false", "0", "no", ""):
+        return False
+    raise RequestValidationError.single(["query", name], f"Invalid {name} value")
+
+
+def selected(item: dict, select: list[str] | None) -> dict:
+    return {k: v for k, v in item.items() if k in select} if select else item
+
+
+def paginated(items: list, *, limit: int, offset: int, total: int) -> Response:
+    headers = {"X-Pagination-Total": str(total)}
+    if offset + limit < total:
+        headers["X-Pagination-Next"] = str(offset + limit)
+    return Response(items, headers=headers)

@@ -1,0 +1,83 @@
+"""Assistants of the Agent Server API (threads are chat.models.ChatThread, shared with the chat protocol).
+
+An assistant is a served graph plus a configuration, versioned: every change adds an AssistantVersion and the
+Assistant row mirrors the version currently in use. Assistants belong to an owner exactly as chat threads do
+(a workspace, a user or the shared anonymous owner), so the same caller sees the same objects on both APIs.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from core.models import BaseModel
+
+
+class Assistant(BaseModel):
+    class OwnerKind(models.TextChoices):
+        WORKSPACE = "workspace"
+        USER = "user"
+        ANONYMOUS = "anonymous"
+
+    # The id the API shows. Not the primary key: a graph's system assistant has the same id (uuid5 of the graph
+    # id) for every owner, as on the Agent Server, and each owner has a row of its own.
+    assistant_id = models.UUIDField()
+    owner_kind = models.CharField(max_length=16, choices=OwnerKind.choices)
+    workspace = models.ForeignKey(
+        "accounts.Workspace", null=True, blank=True, on_delete=models.CASCADE, related_name="assistants"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="assistants"
+    )
+    graph_id = models.CharField(max_length=255)
+    name = models.CharField(max_length=255)
+    description = models.TextField(null=True, blank=True)
+    config = models.JSONField(default=dict, blank=True)
+    context = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    # The version in use (set_latest can go back to an older one).
+    version = models.PositiveIntegerField(default=1)
+    # A served graph's own assistant, created for every owner on first use; it cannot be deleted.
+    is_system = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            # One per owner and id; per kind, since NULL owner columns would never collide in one constraint.
+            models.UniqueConstraint(fields=["workspace", "assistant_id"], condition=models.Q(owner_kind="workspace"),
+                                    name="agentserver_assistant_workspace_id"),
+            models.UniqueConstraint(fields=["user", "assistant_id"], condition=models.Q(owner_kind="user"),
+                                    name="agentserver_assistant_user_id"),
+            models.UniqueConstraint(fields=["assistant_id"], condition=models.Q(owner_kind="anonymous"),
+                                    name="agentserver_assistant_anonymous_id"),
+            models.CheckConstraint(
+                name="agentserver_assistant_owner_consistent",
+                condition=(
+                    models.Q(owner_kind="workspace", workspace__isnull=False, user__isnull=True)
+                    | models.Q(owner_kind="user", workspace__isnull=True, user__isnull=False)
+                    | models.Q(owner_kind="anonymous", workspace__isnull=True, user__isnull=True)
+                ),
+            ),
+        ]
+        indexes = [models.Index(fields=["owner_kind", "workspace", "user", "graph_id"],
+                                name="agentserver_assistant_graph")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.assistant_id} v{self.version})"
+
+
+class AssistantVersion(models.Model):
+    assistant = models.ForeignKey(Assistant, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    graph_id = models.CharField(max_length=255)
+    name = models.CharField(max_length=255)
+    description = models.TextField(null=True, blank=True)
+    config = models.JSONField(default=dict, blank=True)
+    context = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["assistant", "version"], name="agentserver_version_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.assistant.assistant_id} v{self.version}"

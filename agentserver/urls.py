@@ -1,0 +1,39 @@
+"""The Agent Server API's paths, mounted at the root of a revision's serving process and under /api here.
+
+Paths are slash-less, as the LangGraph SDKs call them.
+"""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from agentserver import api, api_threads
+from core.views import method_routes
+
+A = "assistants/<str:assistant_id>"
+T = "threads/<str:thread_id>"
+
+urlpatterns = [
+    path("ok", api.OkApi.as_view()),
+    path("info", api.InfoApi.as_view()),
+    path("assistants", api.AssistantCreateApi.as_view()),
+    path("assistants/search", api.AssistantSearchApi.as_view()),
+    path("assistants/count", api.AssistantCountApi.as_view()),
+    path(A, method_routes(get=api.AssistantGetApi, patch=api.AssistantUpdateApi, delete=api.AssistantDeleteApi)),
+    path(f"{A}/versions", api.AssistantVersionsApi.as_view()),
+    path(f"{A}/latest", api.AssistantSetLatestApi.as_view()),
+    path(f"{A}/graph", api.AssistantGraphApi.as_view()),
+    path(f"{A}/schemas", api.AssistantSchemasApi.as_view()),
+    path(f"{A}/subgraphs", api.AssistantSubgraphsApi.as_view()),
+    path(f"{A}/subgraphs/<str:namespace>", api.AssistantSubgraphApi.as_view()),
+    path("threads", api_threads.ThreadCreateApi.as_view()),
+    path("threads/search", api_threads.ThreadSearchApi.as_view()),
+    path("threads/count", api_threads.ThreadCountApi.as_view()),
+    path(T, method_routes(get=api_threads.ThreadGetApi, patch=api_threads.ThreadUpdateApi,
+                          delete=api_threads.ThreadDeleteApi)),
+    path(f"{T}/copy", api_threads.ThreadCopyApi.as_view()),
+    path(f"{T}/state", method_routes(get=api_threads.ThreadStateGetApi, post=api_threads.ThreadStateUpdateApi)),
+    path(f"{T}/state/checkpoint", api_threads.ThreadStateAtCheckpointApi.as_view()),
+    path(f"{T}/state/<str:checkpoint_id>", api_threads.ThreadStateAtCheckpointIdApi.as_view()),
+    path(f"{T}/history", api_threads.ThreadHistoryApi.as_view()),
+]

@@ -1,0 +1,141 @@
+"""The official Python `langgraph_sdk` (sync and async clients) against the service's own Agent Server API at
+{PUBLIC_BASE_URL}/api, serving the test project's nested graph as the deep agent would be served."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import httpx
+import pytest
+
+from chat.models import ChatThread
+from tests.agentserver import scenarios
+from tests.agentserver.sdk_support import CLIENT_KINDS, NESTED_SPEC, SdkClient, status_of
+from tests.chat.chat_support import command, live_chat_server
+
+pytestmark = pytest.mark.live
+server = live_chat_server(CHAT_GRAPH=NESTED_SPEC, CHAT_ALLOW_ANONYMOUS="false")
+
+
+@pytest.fixture
+def key(server, transactional_db, make_client, workspace):
+    return make_client(workspace, permissions=["chat:use"]).raw_key
+
+
+@pytest.fixture(params=CLIENT_KINDS)
+def client(request, server, key):
+    made = SdkClient(request.param, f"{server.url}/api", api_key=key)
+    yield made
+    made.close()
+
+
+def test_each_served_graph_has_its_system_assistant(client):
+    scenarios.system_assistants(client, ["agent"])
+
+
+def test_assistants_are_created_versioned_searched_and_deleted(client):
+    scenarios.assistant_lifecycle(client, "agent")
+
+
+def test_an_assistant_shows_its_graph_schemas_and_subgraphs(client):
+    scenarios.assistant_graph(client, "agent")
+
+
+def test_threads_are_created_updated_searched_copied_and_deleted(client):
+    scenarios.thread_lifecycle(client)
+
+
+def test_a_threads_ttl_is_stored_with_the_moment_it_expires(client):
+    thread = client.threads.create(ttl={"strategy": "delete", "ttl": 30}, metadata={"k": 1})
+    stored = ChatThread.objects.get(pk=thread["thread_id"])
+    assert stored.ttl == {"strategy": "delete", "ttl": 30.0} and stored.metadata == {"k": 1}
+    assert 29 * 60 < (stored.expires_at - stored.created_at).total_seconds() <= 30 * 60 + 5
+    client.threads.update(thread["thread_id"], metadata={"k": 2}, ttl=5)
+    stored.refresh_from_db()
+    assert stored.ttl == {"strategy": "delete", "ttl": 5.0} and stored.metadata == {"k": 2}
+
+
+def test_bad_input_gets_the_agent_servers_errors_never_a_500(client, server, key):
+    scenarios.bad_input(client, f"{server.url}/api", {"X-Api-Key": key})
+
+
+def test_another_workspaces_assistants_and_threads_are_404(client, server, make_client, other_workspace):
+    assistant = client.assistants.create("agent", name="private")
+    thread = client.threads.create(metadata={"private": True})
+    other = SdkClient(client.kind, f"{server.url}/api",
+                      api_key=make_client(other_workspace, permissions=["chat:use"]).raw_key)
+    try:
+        assert status_of(lambda: other.assistants.get(assistant["assistant_id"]))[0] == 404
+        assert status_of(lambda: other.assistants.delete(assistant["assistant_id"]))[0] == 404
+        assert status_of(lambda: other.threads.get(thread["thread_id"]))[0] == 404
+        assert status_of(lambda: other.threads.get_state(thread["thread_id"]))[0] == 404
+        assert status_of(lambda: other.threads.delete(thread["thread_id"]))[0] == 404
+        assert other.threads.search(metadata={"private": True}) == []
+        assert other.assistants.search(name="private") == []
+        # Ids are global: another workspace cannot take a thread id either.
+        assert status_of(lambda: other.threads.create(thread_id=thread["thread_id"]))[0] == 409
+    finally:
+        other.close()
+    assert client.threads.get(thread["thread_id"])["metadata"] == {"private": True}
+
+
+def test_a_key_without_chat_use_is_403_and_no_key_401(server, transactional_db, make_client, workspace):
+    weak = SdkClient("sync", f"{server.url}/api",
+                     api_key=make_client(workspace, permissions=["tracing:read"]).raw_key)
+    nobody = SdkClient("sync", f"{server.url}/api")
+    try:
+        assert status_of(lambda: weak.threads.create())[0] == 403
+        assert status_of(lambda: nobody.assistants.search())[0] == 401
+    finally:
+        weak.close()
+        nobody.close()
+
+
+def _wait_idle(client: SdkClient, thread_id: str) -> dict:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        thread = client.threads.get(thread_id)
+        if thread["status"] != "busy":
+            return thread
+        time.sleep(0.05)
+    raise TimeoutError("the thread stayed busy")
+
+
+def test_a_thread_made_by_the_sdk_runs_on_the_protocol_and_back(client, server, key):
+    headers = {"X-Api-Key": key}
+    thread_id = client.threads.create(metadata={"via": "sdk"})["thread_id"]
+    started = command(server.url, thread_id, "run.start", {"assistant_id": "agent", "input": {"steps": ["go"]}},
+                      headers=headers).json()
+    assert started["type"] == "success", started
+    thread = _wait_idle(client, thread_id)
+    assert thread["status"] == "idle" and thread["values"] == {"steps": ["go", "outer", "go", "outer", "inner"]}
+    state = client.threads.get_state(thread_id, subgraphs=True)
+    assert state["values"]["steps"][-1] == "inner" and state["next"] == []
+    assert len(client.threads.get_history(thread_id, limit=100)) >= 3
+
+    # And a thread the protocol made (run.start on a new id) is an Agent Server thread.
+    protocol_thread = str(uuid.uuid4())
+    assert command(server.url, protocol_thread, "run.start", {"input": {"steps": []}},
+                   headers=headers).json()["type"] == "success"
+    assert _wait_idle(client, protocol_thread)["values"]["steps"] == ["outer", "outer", "inner"]
+    assert protocol_thread in [t["thread_id"] for t in client.threads.search(limit=100)]
+    client.threads.delete(protocol_thread)
+    assert not ChatThread.objects.filter(pk=protocol_thread).exists()
+
+
+def test_history_answers_get_with_query_parameters_and_bodies_over_the_limit_are_413(client, server, key, settings):
+    thread_id = client.threads.create(metadata={"graph_id": "agent"})["thread_id"]
+    for step in ("a", "b", "c"):
+        client.threads.update_state(thread_id, {"steps": [step]}, as_node="__start__")
+    headers = {"X-Api-Key": key}
+    newest = httpx.get(f"{server.url}/api/threads/{thread_id}/history", params={"limit": 2}, headers=headers).json()
+    assert [h["values"]["steps"] for h in newest] == [["a", "b", "c"], ["a", "b"]]
+    before = httpx.get(f"{server.url}/api/threads/{thread_id}/history",
+                       params={"limit": 5, "before": newest[0]["checkpoint_id"]}, headers=headers).json()
+    assert [h["values"]["steps"] for h in before] == [["a", "b"], ["a"]]
+    assert httpx.get(f"{server.url}/api/threads/{thread_id}/history", params={"limit": "x"},
+                     headers=headers).status_code == 422
+    huge = httpx.post(f"{server.url}/api/threads", content=b"{" + b" " * settings.JSON_BODY_MAX_BYTES + b"}",
+                      headers={**headers, "Content-Type": "application/json"})
+    assert huge.status_code == 413 and "detail" in huge.json()

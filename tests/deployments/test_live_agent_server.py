@@ -1,0 +1,80 @@
+"""The official Python `langgraph_sdk` against a revision the local runner built and serves: the Agent Server API
+at the root of the deployment's stable URL, on the same threads as the examples' protocol under /api."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+
+import pytest
+
+from accounts.services import api_key_create, workspace_create
+from tests.agentserver import scenarios
+from tests.agentserver.sdk_support import CLIENT_KINDS, PROJECT, SdkClient, status_of
+from tests.deployments.support import tarball, wait_for
+from tests.deployments.test_live import Api
+from tests.support import BASE_DIR
+
+pytestmark = pytest.mark.live
+
+
+def test_a_deployed_revision_answers_the_sdk_on_every_assistant_and_thread_operation(stack_factory, workspace,
+                                                                                      tmp_path):
+    owner = api_key_create(workspaces=[workspace])[1]
+    stack = stack_factory()
+    api = Api(stack.url, owner)
+    deployment = api.create({"name": "agent-server", "source": "internal_source", "source_revision_config": {},
+                             "source_config": {"deployment_type": "dev"}, "secrets": []})
+    project = shutil.copytree(BASE_DIR / PROJECT, tmp_path / "project")
+    object_path = api.upload(deployment["id"], tarball(project))
+    revision = api.call("PATCH", f"/v2/deployments/{deployment['id']}", json={
+        "revision_source": "internal_source",
+        "source_revision_config": {"source_tarball_path": object_path, "langgraph_config_path": "langgraph.json"},
+    })["latest_revision_id"]
+    api.wait_status(deployment["id"], revision, "DEPLOYED")
+    custom_url = api.call("GET", f"/v2/deployments/{deployment['id']}")["source_config"]["custom_url"]
+
+    for kind in CLIENT_KINDS:
+        client = SdkClient(kind, custom_url, api_key=owner)
+        try:
+            scenarios.system_assistants(client, ["nested", "echo"])
+            scenarios.assistant_lifecycle(client, "echo")
+            scenarios.assistant_graph(client, "nested")
+            scenarios.thread_lifecycle(client)
+            scenarios.bad_input(client, custom_url, {"X-Api-Key": owner})
+        finally:
+            client.close()
+
+    client = SdkClient("sync", custom_url, api_key=owner)
+    try:
+        _protocol_and_sdk_share_threads(client, custom_url, owner)
+        _another_workspace_is_404(custom_url, client.threads.create()["thread_id"])
+    finally:
+        client.close()
+
+
+def _protocol_and_sdk_share_threads(client: SdkClient, custom_url: str, key: str) -> None:
+    import httpx
+
+    thread_id = client.threads.create(metadata={"via": "sdk"})["thread_id"]
+    command = {"id": 1, "method": "run.start", "params": {"assistant_id": "echo",
+                                                          "input": {"messages": [{"content": "hello"}]}}}
+    with httpx.Client(base_url=f"{custom_url}/api", headers={"X-Api-Key": key}, timeout=30,
+                      trust_env=False) as http:
+        assert http.post(f"/threads/{thread_id}/commands", json=command).json()["type"] == "success"
+        # The examples' state route is the same handler as the SDK's.
+        done = wait_for(lambda: (s := http.get(f"/threads/{thread_id}/state").json())["values"].get("echo") and s,
+                        timeout=60)
+    assert done["values"]["echo"] == "hello"
+    assert client.threads.get_state(thread_id)["values"] == done["values"]
+    assert wait_for(lambda: client.threads.get(thread_id)["status"] == "idle", timeout=30)
+
+
+def _another_workspace_is_404(custom_url: str, thread_id: str) -> None:
+    other = api_key_create(workspaces=[workspace_create(name=f"other-{uuid.uuid4().hex[:6]}")])[1]
+    stranger = SdkClient("sync", custom_url, api_key=other)
+    try:
+        assert status_of(lambda: stranger.threads.get(thread_id))[0] == 404
+        assert status_of(lambda: stranger.assistants.search())[0] == 404
+    finally:
+        stranger.close()

@@ -7,6 +7,7 @@ object, 409 for a conflict, 422 for a malformed body or path id, 400 for an upda
 from __future__ import annotations
 
 import uuid
+from urllib.parse import unquote_to_bytes
 
 from rest_framework import exceptions as drf
 from rest_framework.renderers import JSONRenderer
@@ -17,6 +18,7 @@ from agentserver.graphs import served_graph_ids
 from agentserver.selectors import system_assistant_id
 from agentserver.state import InvalidStateRequest
 from chat.access import ChatAccessError, check_write_origin, resolve_caller
+from chat.services import MAX_THREAD_ID_LENGTH
 from chat.wire import dumps
 from core.exception_handler import handle_exception as core_handle_exception
 from core.exceptions import RequestValidationError
@@ -74,6 +76,8 @@ class AgentServerApi(APIView):
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
+        if "thread_id" in kwargs and (problem := thread_id_problem(request, kwargs["thread_id"])):
+            raise RequestValidationError.single(["path", "thread_id"], problem)
         headers = {name.lower(): value for name, value in request.headers.items()}
         self.caller = resolve_caller(headers, request.META.get("REMOTE_ADDR", ""))
         if self.writes and request.method not in ("GET", "HEAD"):
@@ -83,6 +87,21 @@ class AgentServerApi(APIView):
         serializer = serializer_class(data=self.request.data if data is None else data)
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
+
+
+def thread_id_problem(request, thread_id: str) -> str | None:
+    """Why a path's thread id can name no thread (too long, `.`/`..`, an encoded `/`), or None when it can.
+
+    The raw path is read where there is one: Django has `%2F` decoded already, so `threads/a%2Fstate` arrives as
+    thread `a`'s state.
+    """
+    raw = (getattr(request, "scope", None) or {}).get("raw_path") or b""
+    segment = unquote_to_bytes(raw.split(b"/threads/", 1)[1].split(b"/", 1)[0]).decode("utf-8", "replace") \
+        if b"/threads/" in raw else thread_id
+    if "/" in segment or segment in (".", "..") or len(segment) > MAX_THREAD_ID_LENGTH or not segment:
+        return (f"Invalid thread id: a thread id has 1 to {MAX_THREAD_ID_LENGTH} characters, contains no '/' "
+                f"and is not '.' or '..'.")
+    return None
 
 
 def assistant_id_of(raw: str) -> uuid.UUID:

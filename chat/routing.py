@@ -11,8 +11,9 @@ from django.urls import re_path
 
 from chat import consumers
 
-# `.` and `..` are not thread ids (clients resolve them away): such paths, ids over 255 characters and every other
-# path under /api/threads fall through to Django, where the Agent Server API answers them in its own shape.
+# `.` and `..` are not thread ids (clients resolve them away): on the protocol's routes they, ids over 255
+# characters and encoded slashes reach the fallbacks below; every other path under /api/threads falls through to
+# Django, where the Agent Server API answers it in its own shape.
 _THREAD = r"^api/threads/(?P<thread_id>(?!\.\.?(?:/|$))[^/]{1,255})"
 # GET only: config/routing.py sends every other method on this path to Django (POST is the Agent Server's create).
 THREAD_LIST_PATH = r"^api/threads/?$"
@@ -23,4 +24,8 @@ http_routes = [
     re_path(_THREAD + r"/stream(?:/events)?/?$", consumers.StreamConsumer.as_asgi()),
     re_path(_THREAD + r"/branches/?$", consumers.BranchesConsumer.as_asgi()),
     re_path(_THREAD + r"/runs/(?P<run_id>[^/]+)/cancel/?$", consumers.RunCancelConsumer.as_asgi()),
+    # The protocol's own routes with a thread id that can name no thread: its consumers refuse them in the
+    # protocol's shape (chat.http.thread_id_problem), not Django with the Agent Server's.
+    re_path(r"^api/threads/(?P<thread_id>.+)/commands/?$", consumers.CommandsConsumer.as_asgi()),
+    re_path(r"^api/threads/(?P<thread_id>.+)/stream(?:/events)?/?$", consumers.StreamConsumer.as_asgi()),
 ]

@@ -13,6 +13,7 @@ import orjson
 from channels.exceptions import StopConsumer
 from channels.generic.http import AsyncHttpConsumer
 from django.conf import settings
+from django.db import OperationalError
 
 from chat import db
 from chat.access import Caller, ChatAccessError, check_write_origin, resolve_caller
@@ -109,6 +110,13 @@ class ChatConsumer(AsyncHttpConsumer):
             await self.send_error(404, "not_found", exc.detail)
         except BadBody as exc:
             await self.send_error(400, "invalid_argument", str(exc))
+        except OperationalError as exc:
+            # The database cannot be used right now (a full disk, a lost connection): say so, as the REST APIs do.
+            log.warning("chat route %s %s: the database is unavailable: %s", self.scope["method"],
+                        self.scope.get("path"), exc)
+            if not self.streaming:
+                await self.send_error(503, "unavailable", "The database is unavailable right now; try again shortly.",
+                                      extra_headers=[(b"Retry-After", b"5")])
         except Exception:
             log.exception("chat route %s %s failed", self.scope["method"], self.scope.get("path"))
             if not self.streaming:

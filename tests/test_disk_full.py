@@ -198,6 +198,9 @@ def test_a_full_disk_keeps_reads_working_and_loses_nothing_silently(full_disk_se
     # Any other write is a 503 to retry as well, not a 500.
     created = httpx.post(f"{base}/api/v1/workspaces", json={"name": "not-now"}, headers=auth)
     assert created.status_code == 503 and "Retry-After" in created.headers and disk.reason in created.json()["detail"]
+    # A stream on a new thread needs the thread written first: a 503 in the protocol's shape, not a 500.
+    opened = httpx.post(f"{base}/api/threads/{uuid.uuid4()}/stream", json={"channels": ["values"]})
+    assert opened.status_code == 503 and opened.json()["error"] == "unavailable", opened.text
 
     disk.free()
 

@@ -12,3 +12,19 @@ class CoreConfig(AppConfig):
 
         # Each app registers its background job handlers and periodic jobs in `<app>/jobs.py`.
         autodiscover_modules("jobs")
+        _text_fields_take_only_text()
+
+
+def _text_fields_take_only_text() -> None:
+    """DRF's CharField turns a JSON number into its text; the schema (and every client made from it)
+    says string, so a number is refused like any other wrong type (422, "Not a valid string.")."""
+    from rest_framework import serializers
+
+    to_internal_value = serializers.CharField.to_internal_value
+
+    def text_only(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return to_internal_value(self, data)
+
+    serializers.CharField.to_internal_value = text_only

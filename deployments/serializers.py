@@ -37,7 +37,13 @@ def parse_path_uuid(value: str, name: str) -> uuid.UUID:
         raise RequestValidationError.single(["path", name], "Input should be a valid UUID", "uuid_parsing") from None
 
 
-@extend_schema_field({"oneOf": [{"type": "string", "format": "date-time"}, {"type": "integer"}]})
+# Epoch milliseconds that datetime can hold (years 1 to 9999).
+_EPOCH_MS = {"minimum": -62135596800000, "maximum": 253402300799999}
+
+
+@extend_schema_field({"anyOf": [{"type": "string", "format": "date-time"},
+                                {"type": "string", "pattern": r"^\s*[0-9]{1,14}\s*$"},
+                                {"type": "number", **_EPOCH_MS}]})
 class TimestampField(serializers.Field):
     """An ISO 8601 date-time or epoch milliseconds (langgraph-cli sends either)."""
 
@@ -91,8 +97,13 @@ class SourceRevisionConfigInput(serializers.Serializer):
     source_tarball_path = _nullable_char(max_length=1024)
 
 
+@extend_schema_field({"type": "string", "minLength": 1, "maxLength": 128, "pattern": r"^(?!\s*$)[^\x00-\x1f]*$"})
+class DeploymentNameField(serializers.CharField):
+    """A name without control characters (validate_name); DRF trims the edges."""
+
+
 class DeploymentCreateInput(serializers.Serializer):
-    name = serializers.CharField(max_length=128)
+    name = DeploymentNameField(max_length=128)
     source = serializers.ChoiceField(Deployment.Source.choices)
     source_config = SourceConfigInput(required=False, allow_null=True)
     source_revision_config = SourceRevisionConfigInput(required=False, allow_null=True)
@@ -115,6 +126,25 @@ class DeploymentPatchInput(serializers.Serializer):
                                              allow_null=True, max_length=100)
 
 
+_UUID = r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
+
+
+def comma_list_pattern(item: str) -> str:
+    """A comma-separated list of `item`s; blank entries and spaces around items are ignored."""
+    entry = rf"\s*(?:{item})?\s*"
+    return rf"^{entry}(?:,{entry})*$"
+
+
+@extend_schema_field({"type": "string", "pattern": comma_list_pattern(_UUID)})
+class UuidListField(serializers.CharField):
+    pass
+
+
+@extend_schema_field({"type": "string", "pattern": comma_list_pattern("|".join(RevisionStatus.values))})
+class RevisionStatusListField(serializers.CharField):
+    pass
+
+
 class DeploymentListQuery(serializers.Serializer):
     limit = serializers.IntegerField(min_value=1, max_value=100, default=20)
     offset = serializers.IntegerField(min_value=0, default=0)
@@ -122,7 +152,7 @@ class DeploymentListQuery(serializers.Serializer):
     name_contains = serializers.CharField(required=False, allow_blank=True)
     status = serializers.ChoiceField(Deployment.Status.values, required=False)
     deployment_type = serializers.ChoiceField(DEPLOYMENT_TYPES, required=False)
-    deployment_ids = serializers.CharField(required=False, allow_blank=True)
+    deployment_ids = UuidListField(required=False, allow_blank=True)
 
     def validate_deployment_ids(self, value):
         try:
@@ -134,7 +164,7 @@ class DeploymentListQuery(serializers.Serializer):
 class RevisionListQuery(serializers.Serializer):
     limit = serializers.IntegerField(min_value=1, max_value=100, default=20)
     offset = serializers.IntegerField(min_value=0, default=0)
-    status = serializers.CharField(required=False, allow_blank=True)
+    status = RevisionStatusListField(required=False, allow_blank=True)
 
     def validate_status(self, value):
         statuses = [part.strip() for part in value.split(",") if part.strip()]
@@ -155,8 +185,8 @@ class LogParams(serializers.Serializer):
     run_id = serializers.CharField(required=False, allow_null=True, allow_blank=True)
 
     def to_internal_value(self, data):
-        if hasattr(data, "dict"):  # a QueryDict: one value per parameter
-            data = data.dict()
+        if hasattr(data, "dict"):  # a QueryDict: one value per parameter; an empty one is not given
+            data = {name: value for name, value in data.dict().items() if value != ""}
         if isinstance(data, dict) and isinstance(data.get("level"), str):
             data = {**data, "level": data["level"].upper()}
         return super().to_internal_value(data)

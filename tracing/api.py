@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.permissions import AllowAny
@@ -62,6 +62,9 @@ class IngestOutputSerializer(serializers.Serializer):
         ref_name = "TracingIngestResult"
 
 
+_DOTTED_SEGMENT = "[0-9]{8}T[0-9]{12}Z[0-9a-fA-F-]{36}"
+
+
 class RunInputSerializer(serializers.Serializer):
     """Documents a run body; validation itself is tracing.validation (unknown fields are ignored)."""
 
@@ -71,7 +74,7 @@ class RunInputSerializer(serializers.Serializer):
     start_time = serializers.DateTimeField(required=False)
     end_time = serializers.DateTimeField(required=False)
     trace_id = serializers.UUIDField(required=False)
-    dotted_order = serializers.CharField(required=False)
+    dotted_order = serializers.RegexField(rf"^{_DOTTED_SEGMENT}(\.{_DOTTED_SEGMENT})*$", required=False)
     parent_run_id = serializers.UUIDField(required=False)
     session_name = serializers.CharField(required=False)
     session_id = serializers.UUIDField(required=False)
@@ -90,6 +93,7 @@ class RunInputSerializer(serializers.Serializer):
 class _IngestApi(APIView):
     required_permission = "tracing:write"
     throttle_scope = "tracing-ingest"
+    body_required = True  # read raw: an empty body is no JSON (core.openapi)
 
     def ingest(self, request, decode, *, kind: str | None = None, run_id=None) -> Response:
         stopwatch = Stopwatch()
@@ -223,15 +227,11 @@ class SessionListApi(APIView):
     required_permission = "tracing:read"
 
     class FilterSerializer(serializers.Serializer):
-        name = serializers.CharField(required=False)
+        name = serializers.CharField(required=False, help_text="Only the project with this exact name.")
         limit = serializers.IntegerField(min_value=1, max_value=100, default=100)
         offset = serializers.IntegerField(min_value=0, default=0)
 
-    @extend_schema(
-        parameters=[OpenApiParameter("name", str, description="Only the project with this exact name."),
-                    OpenApiParameter("limit", int, description="1 to 100, default 100."),
-                    OpenApiParameter("offset", int, description="Default 0.")],
-        responses=SessionOutputSerializer(many=True), tags=TAG)
+    @extend_schema(parameters=[FilterSerializer], responses=SessionOutputSerializer(many=True), tags=TAG)
     def get(self, request):
         query = self.FilterSerializer(data=request.query_params)
         if not query.is_valid():

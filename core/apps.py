@@ -17,14 +17,14 @@ class CoreConfig(AppConfig):
 
 def _text_fields_take_only_text() -> None:
     """DRF's CharField turns a JSON number into its text; the schema (and every client made from it)
-    says string, so a number is refused like any other wrong type (422, "Not a valid string.")."""
+    says string, so a number is refused like any other wrong type (422, pydantic's `string_type`)."""
     from rest_framework import serializers
 
     to_internal_value = serializers.CharField.to_internal_value
 
     def text_only(self, data):
         if not isinstance(data, str):
-            self.fail("invalid")
+            raise serializers.ValidationError("Input should be a valid string", code="string_type")
         return to_internal_value(self, data)
 
     serializers.CharField.to_internal_value = text_only

@@ -100,6 +100,7 @@ class ServiceAutoSchema(AutoSchema):
         if self.view.get_throttles():
             statuses.add(429)
         self._complete_responses(operation["responses"], statuses)
+        operation["responses"] = dict(sorted(operation["responses"].items()))
         return operation
 
     def _map_serializer_field(self, field, direction, bypass_extensions=False):

@@ -37,19 +37,19 @@ def parse_path_uuid(value: str, name: str) -> uuid.UUID:
         raise RequestValidationError.single(["path", name], "Input should be a valid UUID", "uuid_parsing") from None
 
 
-# Epoch milliseconds that datetime can hold (years 1 to 9999).
-_EPOCH_MS = {"minimum": -62135596800000, "maximum": 253402300799999}
-
-
 @extend_schema_field({"anyOf": [{"type": "string", "format": "date-time"},
                                 {"type": "string", "pattern": r"^\s*[0-9]{1,14}\s*$"},
-                                {"type": "number", **_EPOCH_MS}]})
+                                {"type": "number", "minimum": 0, "maximum": 253402300799999}]})
 class TimestampField(serializers.Field):
     """An ISO 8601 date-time or epoch milliseconds (langgraph-cli sends either)."""
 
     def to_internal_value(self, data):
+        if isinstance(data, bool):
+            raise serializers.ValidationError("Input should be a valid datetime.")
         if isinstance(data, (int, float)) or (isinstance(data, str) and data.strip().isdigit()):
             try:
+                if float(data) < 0:  # before 1970: never a log line's time
+                    raise ValueError
                 return datetime.fromtimestamp(float(data) / 1000, tz=UTC)
             except (OverflowError, OSError, ValueError):
                 raise serializers.ValidationError("Input should be a valid datetime.") from None

@@ -163,7 +163,7 @@ class RunCreateApi(_IngestApi):
 class RunUpdateApi(_IngestApi):
     parser_classes = [JSONParser]
 
-    @extend_schema(request=RunInputSerializer, responses={202: IngestOutputSerializer}, tags=TAG)
+    @extend_schema(request=RunInputSerializer(partial=True), responses={202: IngestOutputSerializer}, tags=TAG)
     def patch(self, request, run_id):
         return self.ingest(request, _single_run, kind="patch", run_id=run_id)
 

@@ -84,7 +84,7 @@ SEMANTIC_REFUSALS = [
 # Deleting a deployment is asynchronous (LangSmith's behaviour): it stays readable, AWAITING_DELETE,
 # until a worker has stopped and removed it, and no worker runs here.
 DELETED_LATER = r"^/(v2/deployments|v1/projects)/\{"
-ACCEPTED_OR_REFUSED_ON_MEANING = ["2xx", "3xx", "400", "401", "403", "404", "409", "422", "429"]
+ACCEPTED_OR_REFUSED_ON_MEANING = ["2xx", "3xx", "400", "401", "403", "404", "409", "422", "429", "5xx"]
 
 
 def toml_value(value) -> str:

@@ -13,6 +13,7 @@ class CoreConfig(AppConfig):
         # Each app registers its background job handlers and periodic jobs in `<app>/jobs.py`.
         autodiscover_modules("jobs")
         _text_fields_take_only_text()
+        _boolean_fields_take_only_booleans()
 
 
 def _text_fields_take_only_text() -> None:
@@ -28,3 +29,18 @@ def _text_fields_take_only_text() -> None:
         return to_internal_value(self, data)
 
     serializers.CharField.to_internal_value = text_only
+
+
+def _boolean_fields_take_only_booleans() -> None:
+    """DRF's BooleanField also takes 0, 1, "yes", "off"...; the schema says boolean. No query parameter is
+    a BooleanField, so only JSON bodies reach it, where true and false are the booleans."""
+    from rest_framework import serializers
+
+    to_internal_value = serializers.BooleanField.to_internal_value
+
+    def booleans_only(self, data):
+        if not isinstance(data, bool):
+            raise serializers.ValidationError("Input should be a valid boolean", code="bool_type")
+        return to_internal_value(self, data)
+
+    serializers.BooleanField.to_internal_value = booleans_only

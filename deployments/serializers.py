@@ -7,6 +7,7 @@ carry their names.
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 
@@ -37,8 +38,11 @@ def parse_path_uuid(value: str, name: str) -> uuid.UUID:
         raise RequestValidationError.single(["path", name], "Input should be a valid UUID", "uuid_parsing") from None
 
 
+_EPOCH_MS_TEXT = re.compile(r"^\s*[0-9]+(\.[0-9]*)?\s*$")
+
+
 @extend_schema_field({"anyOf": [{"type": "string", "format": "date-time"},
-                                {"type": "string", "pattern": r"^\s*[0-9]{1,14}\s*$"},
+                                {"type": "string", "pattern": r"^\s*[0-9]{1,14}(\.[0-9]*)?\s*$"},
                                 {"type": "number", "minimum": 0, "maximum": 253402300799999}]})
 class TimestampField(serializers.Field):
     """An ISO 8601 date-time or epoch milliseconds (langgraph-cli sends either)."""
@@ -46,7 +50,7 @@ class TimestampField(serializers.Field):
     def to_internal_value(self, data):
         if isinstance(data, bool):
             raise serializers.ValidationError("Input should be a valid datetime.")
-        if isinstance(data, (int, float)) or (isinstance(data, str) and data.strip().isdigit()):
+        if isinstance(data, (int, float)) or (isinstance(data, str) and _EPOCH_MS_TEXT.match(data)):
             try:
                 if float(data) < 0:  # before 1970: never a log line's time
                     raise ValueError

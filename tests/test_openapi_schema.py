@@ -95,10 +95,10 @@ def test_a_json_number_for_a_text_field_is_a_422_not_its_text(api_client):
                                           "type": "string_type"}]
 
 
-@pytest.mark.parametrize("value", [False, True, -1, "-5"])
+@pytest.mark.parametrize("value", [False, True, -1, "-5", "1e3"])
 def test_a_log_time_is_a_date_time_or_non_negative_epoch_milliseconds(value):
     assert not LogParams(data={"end_time": value}).is_valid()
-    assert LogParams(data={"end_time": 0}).is_valid()
+    assert LogParams(data={"end_time": 0}).is_valid() and LogParams(data={"end_time": "1.0"}).is_valid()
     assert LogParams(data={"end_time": "2026-01-01T00:00:00Z"}).is_valid()
 
 
@@ -106,3 +106,13 @@ def test_an_empty_log_query_value_is_not_given(db):
     params = LogParams(data=QueryDict("order=&limit=&level="))
     assert params.is_valid(), params.errors
     assert params.validated_data["order"] == "asc" and params.validated_data["limit"] == 50
+
+
+def test_a_json_boolean_field_takes_only_true_or_false(api_client):
+    response = api_client.post("/v2/auth/providers", {
+        "provider_id": "idp", "name": "IdP", "client_id": "abc", "client_secret": "s",
+        "auth_url": "https://idp.example.com/authorize", "token_url": "https://idp.example.com/token",
+        "uses_pkce": 1}, format="json")
+    assert response.status_code == 422
+    assert response.json()["detail"] == [{"loc": ["body", "uses_pkce"], "msg": "Input should be a valid boolean",
+                                          "type": "bool_type"}]

@@ -66,25 +66,27 @@ _DOTTED_SEGMENT = "[0-9]{8}T[0-9]{12}Z[0-9a-fA-F-]{36}"
 
 
 class RunInputSerializer(serializers.Serializer):
-    """Documents a run body; validation itself is tracing.validation (unknown fields are ignored)."""
+    """Documents a run body; validation itself is tracing.validation (unknown fields are ignored, and a
+    null optional field counts as absent, as the SDK sends them)."""
 
     id = serializers.UUIDField()
     name = serializers.CharField()
     run_type = serializers.ChoiceField(choices=["tool", "chain", "llm", "retriever", "embedding", "prompt", "parser"])
-    start_time = serializers.DateTimeField(required=False)
-    end_time = serializers.DateTimeField(required=False)
-    trace_id = serializers.UUIDField(required=False)
-    dotted_order = serializers.RegexField(rf"^{_DOTTED_SEGMENT}(\.{_DOTTED_SEGMENT})*$", required=False)
-    parent_run_id = serializers.UUIDField(required=False)
-    session_name = serializers.CharField(required=False)
-    session_id = serializers.UUIDField(required=False)
-    inputs = serializers.DictField(required=False)
-    outputs = serializers.DictField(required=False)
-    error = serializers.CharField(required=False)
-    extra = serializers.DictField(required=False)
-    events = serializers.ListField(child=serializers.DictField(), required=False)
-    tags = serializers.ListField(child=serializers.CharField(), required=False)
-    reference_example_id = serializers.UUIDField(required=False)
+    start_time = serializers.DateTimeField(required=False, allow_null=True)
+    end_time = serializers.DateTimeField(required=False, allow_null=True)
+    trace_id = serializers.UUIDField(required=False, allow_null=True)
+    dotted_order = serializers.RegexField(rf"^{_DOTTED_SEGMENT}(\.{_DOTTED_SEGMENT})*$", required=False,
+                                          allow_null=True)
+    parent_run_id = serializers.UUIDField(required=False, allow_null=True)
+    session_name = serializers.CharField(required=False, allow_null=True)
+    session_id = serializers.UUIDField(required=False, allow_null=True)
+    inputs = serializers.DictField(required=False, allow_null=True)
+    outputs = serializers.DictField(required=False, allow_null=True)
+    error = serializers.CharField(required=False, allow_null=True)
+    extra = serializers.DictField(required=False, allow_null=True)
+    events = serializers.ListField(child=serializers.DictField(), required=False, allow_null=True)
+    tags = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
+    reference_example_id = serializers.UUIDField(required=False, allow_null=True)
 
     class Meta:
         ref_name = "TracingRunInput"
@@ -129,8 +131,8 @@ class RunsBatchApi(_IngestApi):
     parser_classes = [JSONParser]
 
     class InputSerializer(serializers.Serializer):
-        post = RunInputSerializer(many=True, required=False)
-        patch = RunInputSerializer(many=True, required=False)
+        post = RunInputSerializer(many=True, required=False, allow_null=True)
+        patch = RunInputSerializer(many=True, required=False, allow_null=True)
 
         class Meta:
             ref_name = "TracingRunBatch"

@@ -32,7 +32,8 @@ class WorkspaceCreateApi(APIView):
     class InputSerializer(serializers.Serializer):
         name = serializers.RegexField(r"^[a-zA-Z0-9\-_ ']+$", max_length=128)
 
-    @extend_schema(request=InputSerializer, responses=WorkspaceOutputSerializer, operation_id="create_workspace")
+    @extend_schema(request=InputSerializer, responses={201: WorkspaceOutputSerializer, 409: None},
+                   operation_id="create_workspace")
     def post(self, request):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -1,4 +1,8 @@
-"""How API-key authentication appears in the OpenAPI schema."""
+"""How API-key authentication appears in the OpenAPI schema.
+
+`X-Tenant-Id` is not a second scheme: it is optional (a key with one workspace acts in it), so
+`core.openapi` declares it as an optional header parameter of every authenticated operation.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +11,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
     target_class = "accounts.authentication.ApiKeyAuthentication"
-    name = ["ApiKey", "TenantId"]
+    name = "ApiKey"
 
     def get_security_definition(self, auto_schema):
-        return [
-            {"type": "apiKey", "in": "header", "name": "X-Api-Key"},
-            {"type": "apiKey", "in": "header", "name": "X-Tenant-Id",
-             "description": "Workspace id; optional when the key has exactly one workspace."},
-        ]
+        return {"type": "apiKey", "in": "header", "name": "X-Api-Key"}

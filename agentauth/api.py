@@ -14,6 +14,8 @@ from agentauth.models import OAuthProvider
 from core.exception_handler import flatten_errors
 from core.exceptions import RequestValidationError, ServiceError
 from core.fields import UndecryptableValue
+from core.openapi import ErrorDetailSerializer as ErrorSerializer
+from core.openapi import HTTPValidationErrorSerializer
 
 log = logging.getLogger("agentauth")
 
@@ -23,30 +25,6 @@ SCOPE_PATTERN = r"^[\x21\x23-\x5B\x5D-\x7E]{1,255}$"
 TAGS = ["Auth Service (v2)"]
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
-
-class ValidationErrorItemSerializer(serializers.Serializer):
-    class Meta:
-        ref_name = "AuthValidationErrorItem"
-
-    loc = serializers.ListField(child=serializers.CharField())
-    msg = serializers.CharField()
-    type = serializers.CharField()
-
-
-class HTTPValidationErrorSerializer(serializers.Serializer):
-    """FastAPI's 422 body (named per app so that components never collide)."""
-
-    class Meta:
-        ref_name = "AuthHTTPValidationError"
-
-    detail = ValidationErrorItemSerializer(many=True)
-
-
-class ErrorSerializer(serializers.Serializer):
-    class Meta:
-        ref_name = "AuthErrorDetail"
-
-    detail = serializers.CharField()
 
 
 def validate_query(serializer_class, request) -> dict:

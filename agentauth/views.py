@@ -15,7 +15,7 @@ from django.conf import settings
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import APIException, Throttled
 from rest_framework.views import APIView
@@ -103,7 +103,9 @@ class AuthCallbackView(BrowserFlowView):
         error = serializers.CharField(required=False, allow_blank=True, max_length=256)
         error_description = serializers.CharField(required=False, allow_blank=True, max_length=4096)
 
-    @extend_schema(parameters=[QuerySerializer], operation_id="oauth_callback", tags=TAGS, auth=[],
+    @extend_schema(parameters=[QuerySerializer, OpenApiParameter("provider_id", str, OpenApiParameter.PATH,
+                                                                 pattern=PROVIDER_ID_PATTERN)],
+                   operation_id="oauth_callback", tags=TAGS, auth=[],
                    description="The provider redirects the user's browser here. Exchanges the code for tokens, "
                                "then redirects to the frontend callback page with only `status` and `auth_id` "
                                "(or an `error` code).",

@@ -34,6 +34,8 @@ ASSISTANT_SORTS = ["assistant_id", "created_at", "updated_at", "name", "graph_id
 
 class OkApi(APIView):
     renderer_classes = [StateRenderer]
+    # Not in the service's REST schema (/api/schema/): the Agent Server's own shapes (core.openapi).
+    documented_separately = True
     authentication_classes: list = []
     permission_classes: list = []
     throttle_classes: list = []

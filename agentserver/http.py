@@ -65,6 +65,8 @@ class AgentServerApi(APIView):
     """Authenticates as the chat protocol does (X-Api-Key with chat:use, a session, or anonymous where allowed)."""
 
     renderer_classes = [StateRenderer]
+    # Not in the service's REST schema (/api/schema/): the Agent Server's own shapes (core.openapi).
+    documented_separately = True
     authentication_classes: list = []
     permission_classes: list = []
     throttle_classes: list = []

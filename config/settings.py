@@ -305,7 +305,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "core.exception_handler.handle_exception",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "core.openapi.ServiceAutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -321,6 +321,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "DEFAULT_GENERATOR_CLASS": "core.openapi.ServiceSchemaGenerator",
+    # The Agent Server API under /api (agentserver) answers in the Agent Server's shapes, not this schema's.
+    "PREPROCESSING_HOOKS": ["core.openapi.exclude_separately_documented"],
+    # deployments' ids match like `str` (a non-UUID is a 422, not a 404) but are UUIDs.
+    "PATH_CONVERTER_OVERRIDES": {"uuidtext": {"type": "string", "format": "uuid"}},
     # One name for a choice set that several fields share (source and revision_source).
     "ENUM_NAME_OVERRIDES": {"DeploymentSourceEnum": "deployments.models.Deployment.Source",
                             "BulkExportFormatVersionEnum": "exports.models.BulkExport.FormatVersion",

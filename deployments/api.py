@@ -112,7 +112,8 @@ class DeploymentUpdateApi(APIView):
     required_permission = MANAGE
     throttle_scope = "deployment-write"
 
-    @extend_schema(request=s.DeploymentPatchInput, responses={200: s.DeploymentOutput, 400: None, **NOT_FOUND},
+    @extend_schema(request=s.DeploymentPatchInput,
+                   responses={200: s.DeploymentOutput, 400: None, 409: None, **NOT_FOUND},
                    operation_id="patch_deployment")
     def patch(self, request, deployment_id):
         deployment = deployment_from_path(request, deployment_id)
@@ -160,7 +161,7 @@ class RevisionRedeployApi(APIView):
     required_permission = MANAGE
     throttle_scope = "deployment-write"
 
-    @extend_schema(request=None, responses={200: s.DeploymentOutput, 400: None, **NOT_FOUND},
+    @extend_schema(request=None, responses={200: s.DeploymentOutput, 400: None, 409: None, **NOT_FOUND},
                    operation_id="redeploy_revision")
     def post(self, request, deployment_id, revision_id):
         deployment, revision = revision_from_path(request, deployment_id, revision_id)

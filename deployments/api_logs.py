@@ -79,10 +79,11 @@ class UploadUrlCreateApi(APIView):
     required_permission = MANAGE
     throttle_scope = "deployment-write"
 
-    @extend_schema(request=s.UploadUrlInput, responses={200: s.UploadUrlOutput, 400: None, **NOT_FOUND},
+    @extend_schema(request=s.UploadUrlInput, responses={200: s.UploadUrlOutput, 400: None, 409: None, **NOT_FOUND},
                    operation_id="create_upload_url")
     def post(self, request, deployment_id):
         deployment = deployment_from_path(request, deployment_id)
+        s.UploadUrlInput(data=request.data).is_valid(raise_exception=True)
         return Response(s.UploadUrlOutput(uploads.upload_url_create(deployment=deployment)).data)
 
 

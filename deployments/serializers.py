@@ -7,6 +7,7 @@ carry their names.
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 
@@ -38,13 +39,22 @@ def parse_path_uuid(value: str, name: str) -> uuid.UUID:
         raise RequestValidationError.single(["path", name], "Input should be a valid UUID", "uuid_parsing") from None
 
 
-@extend_schema_field({"oneOf": [{"type": "string", "format": "date-time"}, {"type": "integer"}]})
+_EPOCH_MS_TEXT = re.compile(r"^\s*[0-9]+(\.[0-9]*)?\s*$")
+
+
+@extend_schema_field({"anyOf": [{"type": "string", "format": "date-time"},
+                                {"type": "string", "pattern": r"^\s*[0-9]{1,14}(\.[0-9]*)?\s*$"},
+                                {"type": "number", "minimum": 0, "maximum": 253402300799999}]})
 class TimestampField(serializers.Field):
     """An ISO 8601 date-time or epoch milliseconds (langgraph-cli sends either)."""
 
     def to_internal_value(self, data):
-        if isinstance(data, (int, float)) or (isinstance(data, str) and data.strip().isdigit()):
+        if isinstance(data, bool):
+            raise serializers.ValidationError("Input should be a valid datetime.")
+        if isinstance(data, (int, float)) or (isinstance(data, str) and _EPOCH_MS_TEXT.match(data)):
             try:
+                if float(data) < 0:  # before 1970: never a log line's time
+                    raise ValueError
                 return datetime.fromtimestamp(float(data) / 1000, tz=UTC)
             except (OverflowError, OSError, ValueError):
                 raise serializers.ValidationError("Input should be a valid datetime.") from None
@@ -103,8 +113,13 @@ class SourceRevisionConfigInput(serializers.Serializer):
     source_tarball_path = _nullable_char(max_length=1024)
 
 
+@extend_schema_field({"type": "string", "minLength": 1, "maxLength": 128, "pattern": r"^(?!\s*$)[^\x00-\x1f]*$"})
+class DeploymentNameField(serializers.CharField):
+    """A name without control characters (validate_name); DRF trims the edges."""
+
+
 class DeploymentCreateInput(serializers.Serializer):
-    name = serializers.CharField(max_length=128)
+    name = DeploymentNameField(max_length=128)
     source = serializers.ChoiceField(Deployment.Source.choices)
     source_config = SourceConfigInput(required=False, allow_null=True)
     source_revision_config = SourceRevisionConfigInput(required=False, allow_null=True)
@@ -127,6 +142,25 @@ class DeploymentPatchInput(serializers.Serializer):
                                              allow_null=True, max_length=100)
 
 
+_UUID = r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
+
+
+def comma_list_pattern(item: str) -> str:
+    """A comma-separated list of `item`s; blank entries and spaces around items are ignored."""
+    entry = rf"\s*(?:{item})?\s*"
+    return rf"^{entry}(?:,{entry})*$"
+
+
+@extend_schema_field({"type": "string", "pattern": comma_list_pattern(_UUID)})
+class UuidListField(serializers.CharField):
+    pass
+
+
+@extend_schema_field({"type": "string", "pattern": comma_list_pattern("|".join(RevisionStatus.values))})
+class RevisionStatusListField(serializers.CharField):
+    pass
+
+
 class DeploymentListQuery(serializers.Serializer):
     limit = limit_field(default=20, maximum=100)
     offset = offset_field()
@@ -134,7 +168,7 @@ class DeploymentListQuery(serializers.Serializer):
     name_contains = serializers.CharField(required=False, allow_blank=True)
     status = serializers.ChoiceField(Deployment.Status.values, required=False)
     deployment_type = serializers.ChoiceField(DEPLOYMENT_TYPES, required=False)
-    deployment_ids = serializers.CharField(required=False, allow_blank=True)
+    deployment_ids = UuidListField(required=False, allow_blank=True)
 
     def validate_deployment_ids(self, value):
         try:
@@ -146,7 +180,7 @@ class DeploymentListQuery(serializers.Serializer):
 class RevisionListQuery(serializers.Serializer):
     limit = limit_field(default=20, maximum=100)
     offset = offset_field()
-    status = serializers.CharField(required=False, allow_blank=True)
+    status = RevisionStatusListField(required=False, allow_blank=True)
 
     def validate_status(self, value):
         statuses = [part.strip() for part in value.split(",") if part.strip()]
@@ -173,8 +207,8 @@ class LogParams(serializers.Serializer):
         return value
 
     def to_internal_value(self, data):
-        if hasattr(data, "dict"):  # a QueryDict: one value per parameter
-            data = data.dict()
+        if hasattr(data, "dict"):  # a QueryDict: one value per parameter; an empty one is not given
+            data = {name: value for name, value in data.dict().items() if value != ""}
         if isinstance(data, dict) and isinstance(data.get("level"), str):
             data = {**data, "level": data["level"].upper()}
         return super().to_internal_value(data)

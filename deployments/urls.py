@@ -1,15 +1,25 @@
 from __future__ import annotations
 
-from django.urls import path, re_path
+from django.urls import path, re_path, register_converter
+from django.urls.converters import StringConverter
 
 from core.views import method_routes
 from deployments import api, api_logs, proxy
 
 app_name = "deployments"
 
+
+
+class UuidTextConverter(StringConverter):
+    """Matches like `str`: the views answer a non-UUID id with a 422 (FastAPI's behaviour), not a 404.
+    The schema declares these parameters as UUIDs (SPECTACULAR_SETTINGS["PATH_CONVERTER_OVERRIDES"])."""
+
+
+register_converter(UuidTextConverter, "uuidtext")
+
 # Paths are slash-less and never redirected: LangChain's CLI treats any 3xx as an error.
-D = "v2/deployments/<str:deployment_id>"
-R = f"{D}/revisions/<str:revision_id>"
+D = "v2/deployments/<uuidtext:deployment_id>"
+R = f"{D}/revisions/<uuidtext:revision_id>"
 
 urlpatterns = [
     path("v2/deployments", method_routes(get=api.DeploymentListApi, post=api.DeploymentCreateApi), name="list"),
@@ -23,11 +33,11 @@ urlpatterns = [
     path(f"{R}/interrupt", api.RevisionInterruptApi.as_view(), name="interrupt"),
     path(f"{R}/logs", api_logs.RevisionLogsApi.as_view(), name="logs"),
     # The log endpoints langgraph-cli calls ("project" is the deployment).
-    path("v1/projects/<str:project_id>/revisions/<str:revision_id>/build_logs",
+    path("v1/projects/<uuidtext:project_id>/revisions/<uuidtext:revision_id>/build_logs",
          api_logs.ProjectBuildLogsApi.as_view(), name="project-build-logs"),
-    path("v1/projects/<str:project_id>/revisions/<str:revision_id>/deploy_logs",
+    path("v1/projects/<uuidtext:project_id>/revisions/<uuidtext:revision_id>/deploy_logs",
          api_logs.ProjectRevisionDeployLogsApi.as_view(), name="project-revision-deploy-logs"),
-    path("v1/projects/<str:project_id>/deploy_logs", api_logs.ProjectDeployLogsApi.as_view(),
+    path("v1/projects/<uuidtext:project_id>/deploy_logs", api_logs.ProjectDeployLogsApi.as_view(),
          name="project-deploy-logs"),
     # The served agents: {PUBLIC_BASE_URL}/deployments/{id} is each deployment's stable URL.
     re_path(r"^deployments/(?P<deployment_id>[^/]+)(?P<subpath>/.*)?$", proxy.deployment_proxy, name="proxy"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -109,7 +110,7 @@ class BulkExportRunsBySourceApi(APIView):
     class QuerySerializer(serializers.Serializer):
         source_bulk_export_id = serializers.UUIDField()
 
-    @extend_schema(parameters=[OpenApiParameter("source_bulk_export_id", str, required=True,
+    @extend_schema(parameters=[OpenApiParameter("source_bulk_export_id", OpenApiTypes.UUID, required=True,
                                                 description="The scheduled export")],
                    responses={200: BulkExportRunOutputSerializer(many=True), 404: _NOT_FOUND},
                    operation_id="list_bulk_export_runs_by_source", tags=TAGS)

@@ -25,6 +25,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 class StrictSerializer(serializers.Serializer):
     """Unknown keys are a 422 (`extra_forbidden`), not silently ignored: they configure egress."""
 
+    forbids_unknown_keys = True  # the schema says `additionalProperties: false` (core.openapi)
+
     def to_internal_value(self, data):
         if isinstance(data, dict):
             unknown = sorted(set(data) - set(self.fields))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import OperationalError
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.permissions import AllowAny
@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from core.exception_handler import database_unavailable, flatten_errors
 from core.exceptions import RequestValidationError
-from core.pagination import MAX_OFFSET, limit_field, offset_field
+from core.pagination import limit_field, offset_field
 from tracing import selectors, services, wire
 from tracing.timing import Stopwatch
 from tracing.validation import run_op_from_wire
@@ -64,26 +64,31 @@ class IngestOutputSerializer(serializers.Serializer):
         ref_name = "TracingIngestResult"
 
 
+_DOTTED_SEGMENT = "[0-9]{8}T[0-9]{12}Z[0-9a-fA-F-]{36}"
+
+
 class RunInputSerializer(serializers.Serializer):
-    """Documents a run body; validation itself is tracing.validation (unknown fields are ignored)."""
+    """Documents a run body; validation itself is tracing.validation (unknown fields are ignored, and a
+    null optional field counts as absent, as the SDK sends them)."""
 
     id = serializers.UUIDField()
     name = serializers.CharField()
     run_type = serializers.ChoiceField(choices=["tool", "chain", "llm", "retriever", "embedding", "prompt", "parser"])
-    start_time = serializers.DateTimeField(required=False)
-    end_time = serializers.DateTimeField(required=False)
-    trace_id = serializers.UUIDField(required=False)
-    dotted_order = serializers.CharField(required=False)
-    parent_run_id = serializers.UUIDField(required=False)
-    session_name = serializers.CharField(required=False)
-    session_id = serializers.UUIDField(required=False)
-    inputs = serializers.DictField(required=False)
-    outputs = serializers.DictField(required=False)
-    error = serializers.CharField(required=False)
-    extra = serializers.DictField(required=False)
-    events = serializers.ListField(child=serializers.DictField(), required=False)
-    tags = serializers.ListField(child=serializers.CharField(), required=False)
-    reference_example_id = serializers.UUIDField(required=False)
+    start_time = serializers.DateTimeField(required=False, allow_null=True)
+    end_time = serializers.DateTimeField(required=False, allow_null=True)
+    trace_id = serializers.UUIDField(required=False, allow_null=True)
+    dotted_order = serializers.RegexField(rf"^{_DOTTED_SEGMENT}(\.{_DOTTED_SEGMENT})*$", required=False,
+                                          allow_null=True)
+    parent_run_id = serializers.UUIDField(required=False, allow_null=True)
+    session_name = serializers.CharField(required=False, allow_null=True)
+    session_id = serializers.UUIDField(required=False, allow_null=True)
+    inputs = serializers.DictField(required=False, allow_null=True)
+    outputs = serializers.DictField(required=False, allow_null=True)
+    error = serializers.CharField(required=False, allow_null=True)
+    extra = serializers.DictField(required=False, allow_null=True)
+    events = serializers.ListField(child=serializers.DictField(), required=False, allow_null=True)
+    tags = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
+    reference_example_id = serializers.UUIDField(required=False, allow_null=True)
 
     class Meta:
         ref_name = "TracingRunInput"
@@ -92,6 +97,7 @@ class RunInputSerializer(serializers.Serializer):
 class _IngestApi(APIView):
     required_permission = "tracing:write"
     throttle_scope = "tracing-ingest"
+    body_required = True  # read raw: an empty body is no JSON (core.openapi)
 
     def ingest(self, request, decode, *, kind: str | None = None, run_id=None) -> Response:
         stopwatch = Stopwatch()
@@ -131,8 +137,8 @@ class RunsBatchApi(_IngestApi):
     parser_classes = [JSONParser]
 
     class InputSerializer(serializers.Serializer):
-        post = RunInputSerializer(many=True, required=False)
-        patch = RunInputSerializer(many=True, required=False)
+        post = RunInputSerializer(many=True, required=False, allow_null=True)
+        patch = RunInputSerializer(many=True, required=False, allow_null=True)
 
         class Meta:
             ref_name = "TracingRunBatch"
@@ -165,7 +171,7 @@ class RunCreateApi(_IngestApi):
 class RunUpdateApi(_IngestApi):
     parser_classes = [JSONParser]
 
-    @extend_schema(request=RunInputSerializer, responses={202: IngestOutputSerializer}, tags=TAG)
+    @extend_schema(request=RunInputSerializer(partial=True), responses={202: IngestOutputSerializer}, tags=TAG)
     def patch(self, request, run_id):
         return self.ingest(request, _single_run, kind="patch", run_id=run_id)
 
@@ -229,15 +235,11 @@ class SessionListApi(APIView):
     required_permission = "tracing:read"
 
     class FilterSerializer(serializers.Serializer):
-        name = serializers.CharField(required=False)
+        name = serializers.CharField(required=False, help_text="Only the project with this exact name.")
         limit = limit_field(default=100, maximum=100)
         offset = offset_field()
 
-    @extend_schema(
-        parameters=[OpenApiParameter("name", str, description="Only the project with this exact name."),
-                    OpenApiParameter("limit", int, description="1 to 100, default 100."),
-                    OpenApiParameter("offset", int, description=f"0 to {MAX_OFFSET}, default 0.")],
-        responses=SessionOutputSerializer(many=True), tags=TAG)
+    @extend_schema(parameters=[FilterSerializer], responses=SessionOutputSerializer(many=True), tags=TAG)
     def get(self, request):
         query = self.FilterSerializer(data=request.query_params)
         if not query.is_valid():

@@ -1,0 +1,40 @@
+"""Schemathesis hooks for tests/test_schema_fuzz.py, loaded in the schemathesis process (SCHEMATHESIS_HOOKS)."""
+
+from __future__ import annotations
+
+import os
+
+import jsonschema
+import schemathesis
+
+# Source tarballs are opaque bytes to the client.
+schemathesis.serializer.alias("application/gzip", "application/octet-stream")
+
+
+def _reaches_the_operation(case) -> bool:
+    """Whether the request names this operation: its method, and path values its route accepts.
+
+    An id that is no UUID never matches a `<uuid:...>` route, so Django answers 404 before any view
+    (and its authentication) runs; a method the path does not offer is a 405.
+    """
+    if case.method.upper() != case.operation.method.upper():
+        return False
+    for parameter in case.operation.path_parameters:
+        schema = parameter.definition.get("schema", {})
+        value = (case.path_parameters or {}).get(parameter.name)
+        validator = jsonschema.Draft4Validator(schema, format_checker=jsonschema.FormatChecker())
+        if not isinstance(value, str) or not validator.is_valid(value):
+            return False
+    return True
+
+
+@schemathesis.check
+def refused_without_credentials(ctx, response, case):
+    """In the pass without credentials: every operation the schema secures answers 401."""
+    if os.environ.get("SCHEMA_FUZZ_WITHOUT_CREDENTIALS") != "1":
+        return None
+    secured = bool(case.operation.definition.raw.get("security"))
+    if secured and _reaches_the_operation(case) and response.status_code != 401:
+        raise AssertionError(f"{case.method} {case.path} is declared secured but answered "
+                             f"{response.status_code} without credentials")
+    return None

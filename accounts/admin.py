@@ -7,7 +7,7 @@ from django.utils import timezone
 from accounts import services
 from accounts.models import ApiKey, Workspace
 from accounts.permissions import ALL_PERMISSIONS
-from core.admin import ago, short_id
+from core.admin import ago_column, id_column
 
 
 @admin.register(Workspace)
@@ -16,13 +16,9 @@ class WorkspaceAdmin(admin.ModelAdmin):
     search_fields = ["name", "=id"]
     readonly_fields = ["id", "created_at"]
 
-    @admin.display(description="id")
-    def short(self, obj):
-        return short_id(obj.id)
+    short = id_column("id", "id")
 
-    @admin.display(description="created", ordering="created_at")
-    def created(self, obj):
-        return ago(obj.created_at)
+    created = ago_column("created_at", "created")
 
 
 class ApiKeyCreateForm(forms.ModelForm):
@@ -61,17 +57,11 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def workspaces_list(self, obj):
         return ", ".join(w.name for w in obj.workspaces.all())
 
-    @admin.display(description="created", ordering="created_at")
-    def created(self, obj):
-        return ago(obj.created_at)
+    created = ago_column("created_at", "created")
 
-    @admin.display(description="expires", ordering="expires_at")
-    def expires(self, obj):
-        return ago(obj.expires_at)
+    expires = ago_column("expires_at", "expires")
 
-    @admin.display(description="revoked", ordering="revoked_at")
-    def revoked(self, obj):
-        return ago(obj.revoked_at)
+    revoked = ago_column("revoked_at", "revoked")
 
     @admin.display(description="status")
     def status(self, obj):

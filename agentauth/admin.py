@@ -7,7 +7,7 @@ from django.contrib import admin
 
 from agentauth import services
 from agentauth.models import AuthFlow, OAuthProvider, OAuthToken
-from core.admin import ReadOnlyAdmin, ago, clipped, short_id_link
+from core.admin import ReadOnlyAdmin, ago_column, clipped, short_id_link
 from core.exceptions import RequestValidationError, ServiceError
 
 
@@ -57,9 +57,7 @@ class OAuthProviderAdmin(admin.ModelAdmin):
     def client(self, obj):
         return clipped(obj.client_id, 30)
 
-    @admin.display(description="created", ordering="created_at")
-    def created(self, obj):
-        return ago(obj.created_at)
+    created = ago_column("created_at", "created")
 
     def save_model(self, request, obj, form, change):
         data = {name: form.cleaned_data[name] for name in services.PROVIDER_FIELDS if name in form.cleaned_data}
@@ -90,13 +88,9 @@ class OAuthTokenAdmin(ReadOnlyAdmin):
     def has_refresh_token(self, obj):
         return bool(obj.refresh_token)
 
-    @admin.display(description="expires", ordering="expires_at")
-    def expires(self, obj):
-        return ago(obj.expires_at)
+    expires = ago_column("expires_at", "expires")
 
-    @admin.display(description="updated", ordering="updated_at")
-    def updated(self, obj):
-        return ago(obj.updated_at)
+    updated = ago_column("updated_at", "updated")
 
 
 @admin.register(AuthFlow)
@@ -120,10 +114,6 @@ class AuthFlowAdmin(ReadOnlyAdmin):
     def failure(self, obj):
         return clipped(obj.error, 40)
 
-    @admin.display(description="created", ordering="created_at")
-    def created(self, obj):
-        return ago(obj.created_at)
+    created = ago_column("created_at", "created")
 
-    @admin.display(description="expires", ordering="expires_at")
-    def expires(self, obj):
-        return ago(obj.expires_at)
+    expires = ago_column("expires_at", "expires")

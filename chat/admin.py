@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from chat.models import ChatEvent, ChatRun, ChatThread
 from chat.selectors import run_list_stale
-from core.admin import ReadOnlyAdmin, ago, clipped, health_filter, short_id, short_id_link
+from core.admin import ReadOnlyAdmin, ago_column, clipped, health_filter, id_column, short_id, short_id_link
 
 
 class ChatRunInline(admin.TabularInline):
@@ -41,9 +41,7 @@ class ChatThreadAdmin(ReadOnlyAdmin):
     def owner(self, obj):
         return obj.workspace or obj.user or "anonymous"
 
-    @admin.display(description="updated", ordering="updated_at")
-    def updated(self, obj):
-        return ago(obj.updated_at)
+    updated = ago_column("updated_at", "updated")
 
 
 @admin.register(ChatRun)
@@ -65,17 +63,11 @@ class ChatRunAdmin(ReadOnlyAdmin):
     def thread_link(self, obj):
         return short_id(obj.thread_id, reverse("admin:chat_chatthread_change", args=[quote(obj.thread_id)]))
 
-    @admin.display(description="heartbeat", ordering="heartbeat_at")
-    def heartbeat(self, obj):
-        return ago(obj.heartbeat_at)
+    heartbeat = ago_column("heartbeat_at", "heartbeat")
 
-    @admin.display(description="created", ordering="created_at")
-    def created(self, obj):
-        return ago(obj.created_at)
+    created = ago_column("created_at", "created")
 
-    @admin.display(description="finished", ordering="finished_at")
-    def finished(self, obj):
-        return ago(obj.finished_at)
+    finished = ago_column("finished_at", "finished")
 
     @admin.display(description="error")
     def failure(self, obj):
@@ -101,6 +93,4 @@ class ChatEventAdmin(admin.ModelAdmin):
     def thread_short(self, obj):
         return short_id(obj.thread_id)
 
-    @admin.display(description="run")
-    def run_short(self, obj):
-        return short_id(obj.run_id)
+    run_short = id_column("run_id", "run")

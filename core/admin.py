@@ -199,6 +199,26 @@ def ago(moment):
     return format_html('<time datetime="{}" title="{}">{}</time>', moment.isoformat(), exact, words)
 
 
+def ago_column(field: str, description: str):
+    """A list column showing `field` as "3 min ago" (the exact time on hover), sortable by it."""
+
+    @admin.display(description=description, ordering=field)
+    def column(self, obj):
+        return ago(getattr(obj, field))
+
+    return column
+
+
+def id_column(field: str = "id", description: str = "id"):
+    """A list column showing `field` as a short id (the whole id on hover, with a copy button)."""
+
+    @admin.display(description=description)
+    def column(self, obj):
+        return short_id(getattr(obj, field))
+
+    return column
+
+
 def _short_since(earlier, later) -> str:
     words = timesince(earlier, later, depth=1)
     for long, short in (("minutes", "min"), ("minute", "min"), ("hours", "h"), ("hour", "h")):

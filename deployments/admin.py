@@ -13,7 +13,16 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from core.admin import ObjectButton, ObjectButtonsMixin, ObjectLink, ReadOnlyAdmin, ago, clipped, health_filter
+from core.admin import (
+    ObjectButton,
+    ObjectButtonsMixin,
+    ObjectLink,
+    ReadOnlyAdmin,
+    ago,
+    ago_column,
+    clipped,
+    health_filter,
+)
 from core.exceptions import ServiceError
 from deployments import selectors, services, states
 from deployments.models import Deployment, Revision, RevisionLog
@@ -122,9 +131,7 @@ class DeploymentAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
         return format_html('<a href="{}">#{}</a> {}', link, obj.latest_revision.number,
                            revision_badge(obj.latest_revision, obj.active_revision_id))
 
-    @admin.display(description="created", ordering="created_at")
-    def created(self, obj):
-        return ago(obj.created_at)
+    created = ago_column("created_at", "created")
 
     # --- the deployment's own page --------------------------------------------------------------------------
 
@@ -190,13 +197,9 @@ class RevisionAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
     def message(self, obj):
         return clipped(revision_message(obj, obj.deployment.active_revision_id), 50)
 
-    @admin.display(description="created", ordering="created_at")
-    def created(self, obj):
-        return ago(obj.created_at)
+    created = ago_column("created_at", "created")
 
-    @admin.display(description="updated", ordering="updated_at")
-    def updated(self, obj):
-        return ago(obj.updated_at)
+    updated = ago_column("updated_at", "updated")
 
     def _log(self, obj, log_type: str):
         entries = list(obj.logs.filter(type=log_type).order_by("-id")[:LOG_LINES])[::-1]

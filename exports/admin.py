@@ -22,7 +22,7 @@ from django.utils.timesince import timeuntil
 from django.utils.timezone import now
 from django.views.decorators.debug import sensitive_post_parameters
 
-from core.admin import ObjectButton, ObjectButtonsMixin, ObjectLink, ReadOnlyAdmin, ago, health_filter
+from core.admin import ObjectButton, ObjectButtonsMixin, ObjectLink, ReadOnlyAdmin, ago, ago_column, health_filter
 from core.exception_handler import flatten_errors
 from core.exceptions import ServiceError
 from exports import selectors, services
@@ -220,9 +220,7 @@ class DestinationAdmin(ObjectButtonsMixin, admin.ModelAdmin):
                                obj.validation_error, ago(obj.validation_failed_at))
         return format_html('<span class="status status-ok">OK</span> {}', ago(obj.last_validated_at))
 
-    @admin.display(description="created", ordering="created_at")
-    def created(self, obj):
-        return ago(obj.created_at)
+    created = ago_column("created_at", "created")
 
     # --- the destination's own page ---------------------------------------------------------------------
 
@@ -337,17 +335,11 @@ class CredentialVersionAdmin(ReadOnlyAdmin):
     def keys(self, obj):
         return ", ".join(obj.credentials_keys)
 
-    @admin.display(description="created", ordering="created_at")
-    def created(self, obj):
-        return ago(obj.created_at)
+    created = ago_column("created_at", "created")
 
-    @admin.display(description="retired", ordering="retired_at")
-    def retired(self, obj):
-        return ago(obj.retired_at)
+    retired = ago_column("retired_at", "retired")
 
-    @admin.display(description="secret erased", ordering="purged_at")
-    def purged(self, obj):
-        return ago(obj.purged_at)
+    purged = ago_column("purged_at", "secret erased")
 
 
 from exports import export_admin  # noqa: E402,F401 - registers the bulk export job admin

@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from core.admin import ReadOnlyAdmin, ago, short_id
+from core.admin import ReadOnlyAdmin, ago_column, id_column
 from tracing import selectors
 from tracing.models import Run, TracingProject
 
@@ -24,13 +24,9 @@ class TracingProjectAdmin(ReadOnlyAdmin):
     fields = ["id", "name", "workspace", "created_at", "runs_link"]
     readonly_fields = fields
 
-    @admin.display(description="id")
-    def short(self, obj):
-        return short_id(obj.id)
+    short = id_column("id", "id")
 
-    @admin.display(description="created", ordering="created_at")
-    def created(self, obj):
-        return ago(obj.created_at)
+    created = ago_column("created_at", "created")
 
     @admin.display(description="runs")
     def runs_link(self, obj):
@@ -64,9 +60,7 @@ class RunAdmin(ReadOnlyAdmin):
     ]
     readonly_fields = [name for _, options in fieldsets for name in options["fields"]]
 
-    @admin.display(description="started", ordering="start_time")
-    def started(self, obj):
-        return ago(obj.start_time)
+    started = ago_column("start_time", "started")
 
     @admin.display(description="latency")
     def latency(self, obj):

@@ -12,7 +12,7 @@ from asgiref.testing import ApplicationCommunicator
 
 from chat import db
 from chat.consumers import open_streams
-from chat.hub import hubs
+from chat.hub import hubs, poller
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,8 +27,13 @@ def close_chat_connections():
 async def settled(timeout: float = 10) -> None:
     """Wait until every stream and hub of this process has wound down."""
     deadline = time.monotonic() + timeout
-    while (hubs.hubs or hubs.closing or open_streams) and time.monotonic() < deadline:
+    while (hubs.hubs or hubs.closing or open_streams or poller_running()) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
+
+
+def poller_running() -> bool:
+    """The store poller ends at its next tick after the last hub closed (up to CHAT_STORE_POLL_SECONDS later)."""
+    return poller.task is not None and not poller.task.done()
 
 
 def stream_scope(thread_id: str) -> dict:

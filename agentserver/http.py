@@ -18,7 +18,7 @@ from agentserver.graphs import served_graph_ids
 from agentserver.selectors import system_assistant_id
 from agentserver.state import InvalidStateRequest
 from chat.access import ChatAccessError, check_write_origin, resolve_caller
-from chat.services import MAX_THREAD_ID_LENGTH
+from chat.http import thread_id_segment_problem
 from chat.wire import dumps
 from core.exception_handler import handle_exception as core_handle_exception
 from core.exceptions import RequestValidationError
@@ -100,10 +100,7 @@ def thread_id_problem(request, thread_id: str) -> str | None:
     raw = (getattr(request, "scope", None) or {}).get("raw_path") or b""
     segment = unquote_to_bytes(raw.split(b"/threads/", 1)[1].split(b"/", 1)[0]).decode("utf-8", "replace") \
         if b"/threads/" in raw else thread_id
-    if "/" in segment or segment in (".", "..") or len(segment) > MAX_THREAD_ID_LENGTH or not segment:
-        return (f"Invalid thread id: a thread id has 1 to {MAX_THREAD_ID_LENGTH} characters, contains no '/' "
-                f"and is not '.' or '..'.")
-    return None
+    return thread_id_segment_problem(segment)
 
 
 def assistant_id_of(raw: str) -> uuid.UUID:

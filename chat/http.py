@@ -158,7 +158,12 @@ def thread_id_problem(scope) -> str | None:
     if not raw.startswith(prefix):
         return None
     segment = unquote_to_bytes(raw[len(prefix):].split(b"/", 1)[0]).decode("utf-8", "replace")
-    if segment and ("/" in segment or segment in (".", "..") or len(segment) > MAX_THREAD_ID_LENGTH):
+    return thread_id_segment_problem(segment) if segment else None
+
+
+def thread_id_segment_problem(segment: str) -> str | None:
+    """Why `segment` (a path segment, percent-decoded) can name no thread, or None when it can."""
+    if not segment or "/" in segment or segment in (".", "..") or len(segment) > MAX_THREAD_ID_LENGTH:
         return (f"Invalid thread id: a thread id has 1 to {MAX_THREAD_ID_LENGTH} characters, contains no '/' "
                 f"and is not '.' or '..'.")
     return None

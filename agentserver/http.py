@@ -10,6 +10,7 @@ import uuid
 from urllib.parse import unquote_to_bytes
 
 from rest_framework import exceptions as drf
+from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -61,10 +62,22 @@ class StateRenderer(JSONRenderer):
         return b"" if data is None else dumps(data)
 
 
+class FirstRenderer(BaseContentNegotiation):
+    """JSON whatever the Accept header says: the SDKs ask for text/event-stream on streaming routes, and errors
+    there are JSON as on the Agent Server."""
+
+    def select_parser(self, request, parsers):
+        return DefaultContentNegotiation().select_parser(request, parsers)
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
 class AgentServerApi(APIView):
     """Authenticates as the chat protocol does (X-Api-Key with chat:use, a session, or anonymous where allowed)."""
 
     renderer_classes = [StateRenderer]
+    content_negotiation_class = FirstRenderer
     # Not in the service's REST schema (/api/schema/): the Agent Server's own shapes (core.openapi).
     documented_separately = True
     authentication_classes: list = []

@@ -101,13 +101,14 @@ def thread_graph(thread: ChatThread) -> ServedGraph:
 def thread_view(thread: ChatThread) -> dict[str, Any]:
     """The thread's status, values and interrupts, derived from its runs and its checkpoints."""
     snapshot = snapshot_get(thread_graph(thread), thread.id)
-    runs = list(ChatRun.objects.filter(thread=thread).order_by("-created_at").values_list("status", flat=True)[:1])
+    runs = list(ChatRun.objects.filter(thread=thread).exclude(status=ChatRun.Status.PENDING)
+                .order_by("-created_at").values_list("status", flat=True)[:1])
     interrupts: dict[str, list] = {}
     if snapshot is not None:
         for task in snapshot.tasks or ():
             if task.interrupts:
                 interrupts[task.id] = [{"value": i.value, "id": getattr(i, "id", None)} for i in task.interrupts]
-    if runs and runs[0] == ChatRun.Status.RUNNING:
+    if ChatRun.objects.filter(thread=thread, status__in=(ChatRun.Status.RUNNING, ChatRun.Status.PENDING)).exists():
         status = "busy"
     elif runs and runs[0] == ChatRun.Status.FAILED:
         status = "error"

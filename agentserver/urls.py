@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from agentserver import api, api_threads
+from agentserver import api, api_runs, api_threads
 from core.views import method_routes
 
 A = "assistants/<str:assistant_id>"
@@ -36,4 +36,17 @@ urlpatterns = [
     path(f"{T}/state/checkpoint", api_threads.ThreadStateAtCheckpointApi.as_view()),
     path(f"{T}/state/<str:checkpoint_id>", api_threads.ThreadStateAtCheckpointIdApi.as_view()),
     path(f"{T}/history", api_threads.ThreadHistoryApi.as_view()),
+    path(f"{T}/runs", method_routes(get=api_runs.ThreadRunListApi, post=api_runs.ThreadRunCreateApi)),
+    path(f"{T}/runs/stream", api_runs.ThreadRunStreamApi.as_view()),
+    path(f"{T}/runs/wait", api_runs.ThreadRunWaitApi.as_view()),
+    path(f"{T}/runs/<str:run_id>", method_routes(get=api_runs.RunGetApi, delete=api_runs.RunDeleteApi)),
+    path(f"{T}/runs/<str:run_id>/join", api_runs.RunJoinApi.as_view()),
+    path(f"{T}/runs/<str:run_id>/stream", api_runs.RunJoinStreamApi.as_view()),
+    path(f"{T}/runs/<str:run_id>/cancel", api_runs.RunCancelApi.as_view()),
+    path(f"{T}/stream", api_runs.ThreadStreamApi.as_view()),
+    path("runs", api_runs.StatelessRunCreateApi.as_view()),
+    path("runs/stream", api_runs.StatelessRunStreamApi.as_view()),
+    path("runs/wait", api_runs.StatelessRunWaitApi.as_view()),
+    path("runs/batch", api_runs.RunBatchApi.as_view()),
+    path("runs/cancel", api_runs.RunsCancelManyApi.as_view()),
 ]

@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import logging
 import time
-import uuid
 from collections import Counter
 
 from django.conf import settings
@@ -19,7 +18,7 @@ from chat.access import ChatAccessError
 from chat.branches import NoSuchCheckpoint, branch_map, checkpoint_tree, off_branch_runs
 from chat.graph_runtime import get_served_graph
 from chat.http import BadBody, ChatConsumer, parse_json
-from chat.hub import Subscriber, frame, hubs, wait_event
+from chat.hub import Subscriber, hubs, wait_event
 from chat.models import ChatRun
 from chat.runner import runs
 from chat.subscriptions import InvalidSubscription, parse_subscription
@@ -116,25 +115,6 @@ class NoRouteConsumer(ChatConsumer):
         await super().refuse_thread_id(body, problem)
 
 
-class RunCancelConsumer(ChatConsumer):
-    """POST /api/threads/:id/runs/:run_id/cancel (`?wait=1` waits for the run to stop)."""
-
-    async def respond(self, body: bytes) -> None:
-        caller = await self.caller(write=True)
-        thread = await db.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
-        try:
-            run_id = uuid.UUID(self.scope["url_route"]["kwargs"]["run_id"])
-        except ValueError:
-            run_id = None
-        run = await db.run(selectors.run_get, thread=thread, run_id=run_id) if run_id else None
-        if run is None:
-            return await self.send_error(404, "not_found", f"Run {self.scope['url_route']['kwargs']['run_id']} "
-                                                           f"not found")
-        wait = self.query.get("wait", ["0"])[-1].lower() in ("1", "true", "yes")
-        status = await stop_run(run, wait=wait)
-        await self.send_json(200 if wait else 202, {"run_id": str(run.id), "status": status})
-
-
 async def stop_run(run: ChatRun, *, wait: bool = True) -> str:
     """Set the run's cancel flag (seen by whichever process runs it) and stop it here at once if it runs here.
 
@@ -221,7 +201,7 @@ class StreamConsumer(ChatConsumer):
         matches = subscriber.subscription.matches
         while True:
             events = await db.run(selectors.events_after, thread_id=thread_id, after_seq=cursor, exclude_runs=skipped)
-            frames = [frame(e) for e in events if matches(e.channel, e.namespace)]
+            frames = [subscriber.subscription.frame(e) for e in events if matches(e.channel, e.namespace)]
             if frames:
                 await self.send_body(b"".join(frames), more_body=True)
             if events:

@@ -49,10 +49,6 @@ async def wait_event(event: asyncio.Event, timeout: float) -> bool:
         return event.is_set()
 
 
-def frame(event: StoredEvent) -> bytes:
-    return b"id: %d\nevent: message\ndata: %s\n\n" % (event.seq, event.payload)
-
-
 def group_name(thread_id: str) -> str:
     # Group names allow only a few characters and < 100 of them; thread ids are client-chosen.
     return "chat.thread." + hashlib.sha256(thread_id.encode()).hexdigest()[:40]
@@ -171,7 +167,7 @@ class ThreadHub:
         for subscription, members in self.groups.values():
             for event in events:
                 if subscription.matches(event.channel, event.namespace):
-                    data = frame(event)
+                    data = subscription.frame(event)
                     for subscriber in members:
                         subscriber.push(event.seq, data)
 

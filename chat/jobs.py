@@ -11,7 +11,7 @@ from django.db.models import Count
 from chat import services
 from chat.hub import publish
 from chat.models import ChatEvent
-from core.registry import periodic
+from core.registry import periodic, worker_service
 
 log = logging.getLogger("chat.jobs")
 
@@ -34,3 +34,14 @@ def enforce_event_retention() -> None:
         dropped = services.events_enforce_retention(thread_id=thread_id, keep=keep)
         if dropped:
             log.info("dropped %d old events of thread %s", dropped, thread_id)
+
+
+@worker_service("chat.run_executor")
+def run_executor(stop) -> None:
+    """With CHAT_RUN_EXECUTOR "worker", run_worker processes execute the queued runs (web processes do not)."""
+    if settings.CHAT_RUN_EXECUTOR != "worker":
+        return
+    # Imported here: graphs and LangGraph are loaded only by workers that execute runs.
+    from chat.run_queue import run_executor_until
+
+    run_executor_until(stop)

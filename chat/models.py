@@ -150,6 +150,8 @@ class ChatThread(BaseModel):
 
 class ChatRun(BaseModel):
     class Status(models.TextChoices):
+        # Queued (the Agent Server API's runs, and every run when only run_worker executes): an executor claims it.
+        PENDING = "pending"
         RUNNING = "running"
         COMPLETED = "completed"
         FAILED = "failed"
@@ -169,6 +171,22 @@ class ChatRun(BaseModel):
     # Cancellation is a flag any process can set; the executing process polls it.
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # --- What an executor needs to claim and execute a queued run (chat/run_queue.py) ---
+    # "protocol": started by run.start (astream_events v3, protocol events only); "agent_server": started through the
+    # Agent Server API, whose SSE frames (its stream modes) are stored beside the protocol events.
+    kind = models.CharField(max_length=16, default="protocol")
+    # The served graph and the Agent Server assistant the run executes.
+    graph_name = models.CharField(max_length=255, blank=True, default="")
+    assistant_id = models.CharField(max_length=64, blank=True, default="")
+    # The Agent Server's run kwargs (input, command, config, context, stream_mode, interrupt_before/after, webhook,
+    # subgraphs, resumable, durability, checkpoint) and the run's metadata, as the API shows them.
+    kwargs = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    multitask_strategy = models.CharField(max_length=16, blank=True, default="")
+    # Not claimed before this moment (after_seconds).
+    available_at = models.DateTimeField(null=True, blank=True)
+    # 1, or 2 once the run was retried after its executor died before checkpointing anything.
+    attempt = models.PositiveSmallIntegerField(default=1)
 
     class Meta:
         constraints = [
@@ -178,6 +196,7 @@ class ChatRun(BaseModel):
             ),
         ]
         indexes = [models.Index(fields=["status", "heartbeat_at"], name="chat_run_sweep_idx"),
+                   models.Index(fields=["status", "created_at"], name="chat_run_queue_idx"),
                    models.Index(fields=["worker", "status"], name="chat_run_worker_idx")]
 
     def __str__(self) -> str:

@@ -19,13 +19,16 @@ _THREAD = r"^api/threads/(?P<thread_id>(?!\.\.?(?:/|$))[^/]{1,255})"
 THREAD_LIST_PATH = r"^api/threads/?$"
 thread_list_app = consumers.ThreadListConsumer.as_asgi()
 
+# POST only: config/routing.py sends the other methods on these paths to Django (GET /threads/{id}/stream is the Agent
+# Server's join of the thread's stream).
+stream_app = consumers.StreamConsumer.as_asgi()
+STREAM_PATH = _THREAD + r"/stream(?:/events)?/?$"
+# The protocol's routes with a thread id that can name no thread: its consumers refuse them in the protocol's shape
+# (chat.http.thread_id_problem), not Django with the Agent Server's. Never a path with a run in it.
+BAD_THREAD_STREAM_PATH = r"^api/threads/(?P<thread_id>(?:(?!/runs/).)+)/stream(?:/events)?/?$"
+
 http_routes = [
     re_path(_THREAD + r"/commands/?$", consumers.CommandsConsumer.as_asgi()),
-    re_path(_THREAD + r"/stream(?:/events)?/?$", consumers.StreamConsumer.as_asgi()),
     re_path(_THREAD + r"/branches/?$", consumers.BranchesConsumer.as_asgi()),
-    re_path(_THREAD + r"/runs/(?P<run_id>[^/]+)/cancel/?$", consumers.RunCancelConsumer.as_asgi()),
-    # The protocol's own routes with a thread id that can name no thread: its consumers refuse them in the
-    # protocol's shape (chat.http.thread_id_problem), not Django with the Agent Server's.
     re_path(r"^api/threads/(?P<thread_id>.+)/commands/?$", consumers.CommandsConsumer.as_asgi()),
-    re_path(r"^api/threads/(?P<thread_id>.+)/stream(?:/events)?/?$", consumers.StreamConsumer.as_asgi()),
 ]

@@ -28,6 +28,7 @@ from chat.graph_runtime import get_served_graph
 from chat.hub import hubs, publish, publish_unstored
 from chat.models import ChatRun
 from chat.selectors import thread_cursor_state
+from chat.stream_modes import FrameMaker, command_from, end_frame, graph_modes
 from chat.wire import EventConverter, StoredEvent, WireEvent, lifecycle_event
 from core import processes
 from core.exceptions import NotFound
@@ -53,6 +54,12 @@ class RunRequest:
     tracing_workspace_id: Any = None
     # The served graph to run, by name (None: the first one).
     graph_name: str | None = None
+    # "agent_server": run with graph.astream and the Agent Server's stream modes (chat/stream_modes.py), storing
+    # its SSE frames too; "protocol": the chat protocol's astream_events v3.
+    kind: str = "protocol"
+    # The Agent Server's run kwargs (ChatRun.kwargs) and the attempt number.
+    kwargs: dict = field(default_factory=dict)
+    attempt: int = 1
 
 
 class EventWriter:
@@ -118,13 +125,20 @@ class RunRegistry:
 
     def __init__(self) -> None:
         self.tasks: dict[str, asyncio.Task] = {}
+        # Called whenever a run of this process ends (the executor then looks for the thread's next queued run).
+        self.on_end: list = []
 
     def start(self, request: RunRequest) -> asyncio.Task:
         task = asyncio.create_task(execute_run(request), name=f"chat-run:{request.run_id}")
         key = str(request.run_id)
         self.tasks[key] = task
-        task.add_done_callback(lambda _: self.tasks.pop(key, None))
+        task.add_done_callback(lambda _: self._ended(key))
         return task
+
+    def _ended(self, key: str) -> None:
+        self.tasks.pop(key, None)
+        for callback in self.on_end:
+            callback()
 
     def cancel(self, run_id) -> bool:
         task = self.tasks.get(str(run_id))
@@ -149,8 +163,12 @@ async def execute_run(request: RunRequest) -> str:
         graph_name = served.name
         writer.add([lifecycle_event([], "running", graph_name=graph_name)])
         started = True
-        interrupted = await _stream(served, request, writer, callbacks)
-        status = ChatRun.Status.INTERRUPTED if interrupted else ChatRun.Status.COMPLETED
+        if request.kind == "agent_server":
+            await _stream_modes(served, request, writer, callbacks)
+            status = ChatRun.Status.COMPLETED
+        else:
+            interrupted = await _stream(served, request, writer, callbacks)
+            status = ChatRun.Status.INTERRUPTED if interrupted else ChatRun.Status.COMPLETED
     except asyncio.CancelledError:
         task.uncancel()
         status = ChatRun.Status.INTERRUPTED
@@ -159,6 +177,8 @@ async def execute_run(request: RunRequest) -> str:
             log.warning("run %s of thread %s failed: %s: %s", request.run_id, request.thread_id,
                         type(exc).__name__, exc)
             status, error = ChatRun.Status.FAILED, str(exc) if _plain(exc) else f"{type(exc).__name__}: {exc}"
+            if request.kind == "agent_server":
+                writer.add([FrameMaker(run_id=request.run_id, requested=[], subgraphs=False).error(exc)])
     finally:
         watcher.cancel()
     if writer.error is not None and not isinstance(writer.error, services.RunEnded):
@@ -192,6 +212,52 @@ async def _stream(served, request: RunRequest, writer: EventWriter, callbacks: l
     return bool(converter.interrupts)
 
 
+async def _stream_modes(served, request: RunRequest, writer: EventWriter, callbacks: list) -> None:
+    """Run an Agent Server run: its stream modes' frames, plus root values and updates as protocol events."""
+    kwargs = request.kwargs
+    requested = list(kwargs.get("stream_mode") or ["values"])
+    subgraphs = bool(kwargs.get("subgraphs"))
+    maker = FrameMaker(run_id=request.run_id, requested=requested, subgraphs=subgraphs)
+    writer.add([maker.metadata(request.run_id, request.attempt)])
+    config = agent_server_config(request, callbacks)
+    options = {key: kwargs[key] for key in ("interrupt_before", "interrupt_after", "durability")
+               if kwargs.get(key)}
+    if kwargs.get("context") is not None:
+        options["context"] = kwargs["context"]
+    graph_input = command_from(kwargs.get("command")) or kwargs.get("input")
+    converter = EventConverter()
+    stream = served.graph.astream(graph_input, config, stream_mode=graph_modes(requested), subgraphs=subgraphs,
+                                  **options)
+    try:
+        async for item in stream:
+            events: list = maker.convert(item)
+            mode, chunk = (item[1], item[2]) if subgraphs else item
+            if mode in ("values", "updates") and not (subgraphs and item[0]):
+                events += converter.convert({"method": mode, "params": {"namespace": [], "data": chunk}})
+            writer.add(events)
+            if writer.error:
+                raise writer.error
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(stream.aclose())
+
+
+def agent_server_config(request: RunRequest, callbacks: list) -> dict:
+    """The RunnableConfig of an Agent Server run: the run's config with its thread, checkpoint and metadata."""
+    config = dict(request.kwargs.get("config") or {})
+    configurable = {**(config.get("configurable") or {}), "thread_id": request.thread_id}
+    checkpoint = request.kwargs.get("checkpoint") or {}
+    for key in ("checkpoint_id", "checkpoint_ns", "checkpoint_map"):
+        if checkpoint.get(key) is not None:
+            configurable[key] = checkpoint[key]
+    if request.checkpoint_id:
+        configurable["checkpoint_id"] = request.checkpoint_id
+    return {**config, "configurable": configurable, "run_id": request.run_id,
+            "callbacks": callbacks,
+            "metadata": {**(config.get("metadata") or {}), **request.metadata, "thread_id": request.thread_id,
+                         "run_id": str(request.run_id), "run_attempt": request.attempt}}
+
+
 async def _finish(request: RunRequest, writer: EventWriter, status: str, error: str, graph_name: str) -> str:
     try:
         await writer.close()
@@ -199,8 +265,9 @@ async def _finish(request: RunRequest, writer: EventWriter, status: str, error: 
         pass  # another process ended the run: _end_run below finds it ended
     except Exception as exc:
         status, error = ChatRun.Status.FAILED, store_error(exc)
-    # One terminal event, whether subscribers get it from the store or, first, from memory.
-    terminal = lifecycle_event([], status, graph_name=graph_name, error=error or None)
+    # One terminal event, whether subscribers get it from the store or, first, from memory; then the end of the
+    # run's Agent Server frames.
+    terminal = [lifecycle_event([], status, graph_name=graph_name, error=error or None), end_frame(request.run_id)]
     try:
         last = await db.run(_end_run, request=request, status=status, error=error, terminal=terminal)
     except Exception as exc:
@@ -220,7 +287,7 @@ def store_error(exc: BaseException) -> str:
     return f"The run's events could not be stored ({type(exc).__name__}: {exc}); the run was stopped."
 
 
-async def _announce_unstored_end(request: RunRequest, writer: EventWriter, terminal: WireEvent) -> None:
+async def _announce_unstored_end(request: RunRequest, writer: EventWriter, terminal: list) -> None:
     """Give the run's subscribers its terminal event from memory, under the seq it will most likely be stored at."""
     try:
         state = await db.run(thread_cursor_state, thread_id=request.thread_id)
@@ -231,13 +298,13 @@ async def _announce_unstored_end(request: RunRequest, writer: EventWriter, termi
         log.error("run %s: the thread's last event is unknown; its subscribers get no terminal event",
                   request.run_id)
         return
-    seq = last_seq + 1
-    events = [StoredEvent(seq, terminal.channel, tuple(terminal.namespace), terminal.encode(seq))]
+    events = [StoredEvent(last_seq + 1 + i, event.channel, tuple(event.namespace), event.encode(last_seq + 1 + i))
+              for i, event in enumerate(terminal)]
     hubs.deliver_unstored(request.thread_id, events)
     await publish_unstored(request.thread_id, events)
 
 
-async def _record_end_later(request: RunRequest, status: str, error: str, terminal: WireEvent) -> str:
+async def _record_end_later(request: RunRequest, status: str, error: str, terminal: list) -> str:
     """Retry recording the run's end (and storing its terminal event) until the store accepts it."""
     delay, deadline = 0.5, time.monotonic() + END_RETRY_MAX_SECONDS
     while time.monotonic() < deadline:
@@ -259,11 +326,11 @@ async def _record_end_later(request: RunRequest, status: str, error: str, termin
 
 
 @transaction.atomic
-def _end_run(*, request: RunRequest, status: str, error: str, terminal: WireEvent) -> list | None:
+def _end_run(*, request: RunRequest, status: str, error: str, terminal: list) -> list | None:
     # The run ends and its terminal event is stored together: whoever sees the event may start the next run.
     if not services.run_finish(run_id=request.run_id, status=status, error=error):
         return None
-    return services.events_append(thread_id=request.thread_id, run_id=request.run_id, events=[terminal])
+    return services.events_append(thread_id=request.thread_id, run_id=request.run_id, events=terminal)
 
 
 async def _watch(run_id: uuid.UUID, target: asyncio.Task) -> None:

@@ -16,8 +16,9 @@ from django.db.models import Count, F, Max, Min
 from django.utils import timezone
 
 from chat.access import Caller
-from chat.models import ChatEvent, ChatRun, ChatThread
-from chat.wire import StoredEvent, WireEvent, lifecycle_event
+from chat.models import ChatEvent, ChatRun, ChatThread, Checkpoint
+from chat.stream_modes import Frame, end_frame, frame_channel
+from chat.wire import StoredEvent, WireEvent, dumps, lifecycle_event
 from core import processes
 from core.exceptions import Conflict, NotFound
 
@@ -162,6 +163,9 @@ def run_create(*, thread: ChatThread, run_id) -> ChatRun:
     Raises:
         RunActive: another run is active on the thread.
     """
+    queued = ChatRun.objects.filter(thread=thread, status=ChatRun.Status.PENDING).values_list("pk", flat=True).first()
+    if queued is not None:
+        raise RunActive(queued)
     for _ in range(2):
         try:
             with transaction.atomic():
@@ -223,7 +227,7 @@ def runs_fail_after_restart(*, identity: str, instance: str) -> list[tuple[str, 
             log.error("run %s belongs to %s, which is alive although this process (%s) has the same identity %s",
                       run.pk, run.worker_instance, instance, identity)
             continue
-        last_seq = run_fail_dead(run=run, error=RESTARTED_ERROR)
+        last_seq = run_fail_dead(run=run, error=RESTARTED_ERROR, retry=True)
         if last_seq is not None:
             failed.append((run.thread_id, last_seq))
     return failed
@@ -260,14 +264,36 @@ def run_finish(*, run_id, status: str, error: str = "") -> bool:
 
 
 @transaction.atomic
-def run_fail_dead(*, run: ChatRun, error: str = DEAD_RUN_ERROR) -> int | None:
-    """Fail a run whose process died, with the root `failed` event clients wait for; the new last seq."""
+def run_fail_dead(*, run: ChatRun, error: str = DEAD_RUN_ERROR, retry: bool = False) -> int | None:
+    """Fail a run whose process died, with the root `failed` event clients wait for; the new last seq.
+
+    With `retry` (its process died, nobody cancelled it), a queued run (the Agent Server's) that checkpointed nothing
+    yet is put back in the queue instead, once.
+    """
+    retriable = retry and run.cancel_requested_at is None and run.kind == "agent_server" and run.attempt == 1
+    if retriable and not run_checkpointed(run=run):
+        requeued = ChatRun.objects.filter(pk=run.pk, status=ChatRun.Status.RUNNING).update(
+            status=ChatRun.Status.PENDING, attempt=2, worker="", worker_instance="", cancel_requested_at=None,
+            updated_at=timezone.now())
+        if requeued:
+            log.warning("run %s of thread %s is queued again: its process (%s) stopped before checkpointing",
+                        run.pk, run.thread_id, run.worker)
+        return None
     if not run_finish(run_id=run.pk, status=ChatRun.Status.FAILED, error=error):
         return None
     log.warning("run %s of thread %s failed: its process (%s, %s) stopped", run.pk, run.thread_id, run.worker,
                 run.worker_instance or "instance unknown")
-    return events_append(thread_id=run.thread_id, run_id=run.pk,
-                         events=[lifecycle_event([], "failed", graph_name="root", error=error)])[-1].seq
+    events = [lifecycle_event([], "failed", graph_name="root", error=error)]
+    if run.kind == "agent_server":
+        events.append(Frame(event="error", data=dumps({"error": "WorkerLost", "message": error}),
+                            channel=frame_channel(run.pk)))
+    events.append(end_frame(run.pk))
+    return events_append(thread_id=run.thread_id, run_id=run.pk, events=events)[-1].seq
+
+
+def run_checkpointed(*, run: ChatRun) -> bool:
+    """Whether the run wrote any checkpoint (then running it again would repeat what it did)."""
+    return Checkpoint.objects.filter(thread_id=run.thread_id, run_id=str(run.pk)).exists()
 
 
 def runs_sweep_dead(*, stale_seconds: float) -> list[tuple[str, int]]:
@@ -275,7 +301,7 @@ def runs_sweep_dead(*, stale_seconds: float) -> list[tuple[str, int]]:
     limit = timezone.now() - timedelta(seconds=stale_seconds)
     swept = []
     for run in ChatRun.objects.filter(status=ChatRun.Status.RUNNING, heartbeat_at__lt=limit):
-        last_seq = run_fail_dead(run=run)
+        last_seq = run_fail_dead(run=run, retry=True)
         if last_seq is not None:
             swept.append((run.thread_id, last_seq))
     return swept

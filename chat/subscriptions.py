@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from chat.wire import KNOWN_CHANNELS
+from chat.stream_modes import END_EVENT, FRAME_CHANNEL_PREFIX
+from chat.wire import KNOWN_CHANNELS, StoredEvent
+
+# What FramesSubscription.frame gives for a run's end marker: the stream of that run is over.
+END_OF_RUN = b""
+_END_PAYLOAD = b"event: " + END_EVENT.encode() + b"\n"
 
 
 class InvalidSubscription(ValueError):
@@ -32,6 +37,34 @@ class Subscription:
         if not self.namespaces:
             return True
         return any(_prefix_matches(prefix, namespace, self.depth) for prefix in self.namespaces)
+
+    @staticmethod
+    def frame(event: StoredEvent) -> bytes:
+        """The event as this subscriber's SSE frame."""
+        return b"id: %d\nevent: message\ndata: %s\n\n" % (event.seq, event.payload)
+
+
+@dataclass(frozen=True)
+class FramesSubscription:
+    """An Agent Server stream: the stored SSE frames of some runs of a thread (None: of all its runs)."""
+
+    run_ids: frozenset[str] | None = None
+    since: int | None = None
+
+    @property
+    def filter_key(self) -> tuple:
+        return ("frames", self.run_ids)
+
+    def matches(self, channel: str, namespace) -> bool:
+        if not channel.startswith(FRAME_CHANNEL_PREFIX):
+            return False
+        return self.run_ids is None or channel[len(FRAME_CHANNEL_PREFIX):] in self.run_ids
+
+    @staticmethod
+    def frame(event: StoredEvent) -> bytes:
+        if event.payload.startswith(_END_PAYLOAD):
+            return END_OF_RUN
+        return b"%s\nid: %d\n\n" % (event.payload, event.seq)
 
 
 def _prefix_matches(prefix: tuple[str, ...], namespace, depth: int | None) -> bool:

@@ -32,6 +32,7 @@ if settings.SERVE_STATIC:
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
+from chat.run_queue import ExecutorStarter  # noqa: E402
 from chat.runner import fail_runs_of_predecessor  # noqa: E402
 from config.routing import http_routes  # noqa: E402
 from core.sqlite import hold_database_files  # noqa: E402
@@ -41,6 +42,7 @@ from core.sqlite import hold_database_files  # noqa: E402
 fail_runs_of_predecessor()
 hold_database_files()
 
-application = ProtocolTypeRouter(
+# The first request starts this process's run executor (unless only run_worker executes runs).
+application = ExecutorStarter(ProtocolTypeRouter(
     {"http": URLRouter([*http_routes(django_asgi_app), re_path(r"", django_asgi_app)])}
-)
+))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import re_path
 
-from chat.routing import THREAD_LIST_PATH, thread_list_app
+from chat.routing import BAD_THREAD_STREAM_PATH, STREAM_PATH, THREAD_LIST_PATH, stream_app, thread_list_app
 from chat.routing import http_routes as chat_routes
 
 
@@ -20,7 +20,10 @@ def http_routes(django_app) -> list:
     """The chat protocol's consumers, matched ahead of Django (`django_app` answers everything else).
 
     GET /api/threads is the examples' thread list (a consumer); POST on the same path is the Agent Server's
-    `threads.create`, a Django view.
+    `threads.create`, a Django view. POST /api/threads/{id}/stream is the protocol's subscription; GET is the
+    Agent Server's join of the thread's stream.
     """
     threads = by_method({"GET": thread_list_app, "HEAD": thread_list_app}, django_app)
-    return [re_path(THREAD_LIST_PATH, threads), *chat_routes]
+    stream = by_method({"POST": stream_app}, django_app)
+    return [re_path(THREAD_LIST_PATH, threads), re_path(STREAM_PATH, stream), *chat_routes,
+            re_path(BAD_THREAD_STREAM_PATH, stream)]

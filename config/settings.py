@@ -399,6 +399,14 @@ CHAT_STORE_POLL_SECONDS = float(env_str("CHAT_STORE_POLL_SECONDS", "1.0" if REDI
 CHAT_RUN_HEARTBEAT_SECONDS = float(env_str("CHAT_RUN_HEARTBEAT_SECONDS", "2"))
 CHAT_RUN_STALE_SECONDS = env_int("CHAT_RUN_STALE_SECONDS", 30)
 CHAT_SWEEP_SECONDS = env_int("CHAT_SWEEP_SECONDS", 10)
+# Where runs execute: "web" (every server process runs an executor: the embedded default) or "worker" (only
+# run_worker processes do; web processes accept and stream). chat/run_queue.py.
+CHAT_RUN_EXECUTOR = env_str("CHAT_RUN_EXECUTOR", "web")
+if CHAT_RUN_EXECUTOR not in ("web", "worker"):
+    raise ImproperlyConfigured("CHAT_RUN_EXECUTOR must be 'web' or 'worker'.")
+# Runs one executor executes at once, and how often it looks for queued runs nobody told it about.
+CHAT_RUN_CONCURRENCY = env_int("CHAT_RUN_CONCURRENCY", 10)
+CHAT_QUEUE_POLL_SECONDS = float(env_str("CHAT_QUEUE_POLL_SECONDS", "0.5"))
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 LOGGING = {

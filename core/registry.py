@@ -29,6 +29,8 @@ class Periodic:
 
 HANDLERS: dict[str, Handler] = {}
 PERIODICS: dict[str, Periodic] = {}
+# Long-running loops `run_worker` runs beside its jobs, each on a thread of its own: func(stop_event).
+SERVICES: dict[str, Callable] = {}
 
 
 def job_handler(kind: str, *, queue: str = "default"):
@@ -42,6 +44,15 @@ def job_handler(kind: str, *, queue: str = "default"):
 def periodic(name: str, *, every_seconds: float):
     def register(func: Callable) -> Callable:
         PERIODICS[name] = Periodic(name=name, every_seconds=every_seconds, func=func)
+        return func
+
+    return register
+
+
+def worker_service(name: str):
+    """Register `func(stop: threading.Event)`, run by every `run_worker` until it stops (it may return at once)."""
+    def register(func: Callable) -> Callable:
+        SERVICES[name] = func
         return func
 
     return register

@@ -21,6 +21,7 @@ django_app = get_asgi_application()  # also sets Django up before the consumers 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
+from chat.run_queue import ExecutorStarter  # noqa: E402
 from config.routing import http_routes  # noqa: E402
 from core.daphne_compat import disable_twisted_form_parsing  # noqa: E402
 
@@ -54,6 +55,6 @@ class RequireServingToken:
 
 routes = [re_path(r"^ok/?$", ok), *http_routes(django_app), re_path(r"", django_app)]
 application = RequireServingToken(
-    ProtocolTypeRouter({"http": URLRouter(routes)}),
+    ExecutorStarter(ProtocolTypeRouter({"http": URLRouter(routes)})),
     os.environ.get("SERVE_GRAPHS_TOKEN"),
 )

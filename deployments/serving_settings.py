@@ -11,3 +11,4 @@ from config.settings import *  # noqa: F403
 ROOT_URLCONF = "deployments.serving_urls"
 ASGI_APPLICATION = "deployments.serving_asgi.application"
 SERVE_STATIC = False
+CHAT_RUN_EXECUTOR = "web"  # a revision executes its own runs: nothing else serves its graphs

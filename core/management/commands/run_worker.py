@@ -7,6 +7,7 @@ import threading
 
 from django.core.management.base import BaseCommand
 
+from core.registry import SERVICES
 from core.worker import Worker
 
 
@@ -28,4 +29,10 @@ class Command(BaseCommand):
         # Finish the job in hand, then exit: its lease is released cleanly.
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
+        services = [threading.Thread(target=func, args=(stop,), name=name, daemon=True)
+                    for name, func in SERVICES.items()]
+        for thread in services:
+            thread.start()
         worker.run_forever(stop)
+        for thread in services:
+            thread.join(timeout=30)

@@ -1,0 +1,359 @@
+"""The Agent Server API's run operations, one view per operation: on a thread, and stateless (a new thread each).
+
+Background runs answer the run; `…/stream` answers the run's SSE frames and `…/wait` its result once it ended,
+both streamed by agentserver/streams.py. `Content-Location` names the run as the SDKs expect
+(`/threads/{thread_id}/runs/{run_id}`, under the API's mount point).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from asgiref.sync import async_to_sync
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from agentserver import runs, selectors, streams
+from agentserver.http import AgentServerApi, query_flag
+from chat import db
+from chat.consumers import stop_run
+from chat.run_queue import executor
+from chat.subscriptions import cursor_from_last_event_id
+from chat.wire import dumps
+from core.exceptions import RequestValidationError
+
+MULTITASK = ["reject", "rollback", "interrupt", "enqueue"]
+
+
+class StreamModeField(serializers.Field):
+    """A stream mode or a list of them (checked against the known modes by runs.run_create)."""
+
+    def to_internal_value(self, data):
+        modes = [data] if isinstance(data, str) else data
+        if not isinstance(modes, list) or not all(isinstance(m, str) for m in modes):
+            raise serializers.ValidationError("must be a stream mode or a list of stream modes")
+        return modes
+
+    def to_representation(self, value):
+        return value
+
+
+class NodesField(serializers.Field):
+    """`"*"` or a list of node names (interrupt_before / interrupt_after)."""
+
+    def to_internal_value(self, data):
+        if data == "*" or (isinstance(data, list) and all(isinstance(n, str) for n in data)):
+            return data
+        raise serializers.ValidationError('must be "*" or a list of node names')
+
+    def to_representation(self, value):
+        return value
+
+
+class RunCreateSerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "RunCreateInput"
+
+    assistant_id = serializers.CharField()
+    input = serializers.JSONField(required=False, allow_null=True)
+    command = serializers.DictField(required=False, allow_null=True)
+    config = serializers.DictField(required=False, allow_null=True)
+    context = serializers.DictField(required=False, allow_null=True)
+    metadata = serializers.DictField(required=False, allow_null=True)
+    stream_mode = StreamModeField(required=False, allow_null=True)
+    stream_subgraphs = serializers.BooleanField(required=False, default=False)
+    stream_resumable = serializers.BooleanField(required=False, default=False)
+    interrupt_before = NodesField(required=False, allow_null=True)
+    interrupt_after = NodesField(required=False, allow_null=True)
+    webhook = serializers.CharField(required=False, allow_null=True, max_length=2048)
+    checkpoint = serializers.DictField(required=False, allow_null=True)
+    checkpoint_id = serializers.CharField(required=False, allow_null=True)
+    checkpoint_during = serializers.BooleanField(required=False, allow_null=True)
+    multitask_strategy = serializers.ChoiceField(MULTITASK, required=False, allow_null=True)
+    if_not_exists = serializers.ChoiceField(["create", "reject"], required=False, allow_null=True)
+    on_disconnect = serializers.ChoiceField(["cancel", "continue"], required=False, allow_null=True)
+    on_completion = serializers.ChoiceField(["delete", "keep"], required=False, allow_null=True)
+    after_seconds = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=10 ** 7)
+    durability = serializers.ChoiceField(["sync", "async", "exit"], required=False, allow_null=True)
+    feedback_keys = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
+    langsmith_tracer = serializers.DictField(required=False, allow_null=True)
+    strict_resume = serializers.BooleanField(required=False, allow_null=True)
+
+
+def _prefix(request, marker: str) -> str:
+    """Where the API is mounted (`""` at a revision's root, `/api` here): the part of the path before `marker`."""
+    path = request.path
+    return path[:path.rfind(marker)] if marker in path else ""
+
+
+def _locations(request, marker: str, run) -> dict[str, str]:
+    base = f"{_prefix(request, marker)}/threads/{run.thread_id}/runs/{run.pk}"
+    return {"Content-Location": base}
+
+
+def _abandon(run, on_disconnect: str | None):
+    if on_disconnect != "cancel":
+        return None
+
+    async def cancel() -> None:
+        await stop_run(run, wait=False)
+
+    return cancel
+
+
+async def _finish_temporary(run_id) -> None:
+    run = await db.run(runs.ChatRun.objects.filter(pk=run_id).first)
+    if run is not None:
+        await db.run(runs.run_finish_temporary, run=run)
+
+
+class _RunCreateBase(AgentServerApi):
+    InputSerializer = RunCreateSerializer
+    stateless = False
+    marker = "/threads/"
+
+    def create(self, request, thread_id: str | None):
+        data = self.parse(self.InputSerializer)
+        run, _cancelling = runs.run_create(caller=self.caller, thread_id=thread_id, data=data)
+        return run, data
+
+    def result_stream(self, run, data):
+        async def result() -> dict:
+            found = await db.run(runs.ChatRun.objects.get, pk=run.pk)
+            return await db.run(runs.run_result, run=found)
+
+        after = (lambda: _finish_temporary(run.pk)) if (run.kwargs or {}).get("temporary") else None
+        return streams.result_after_end(run.thread_id, str(run.pk), since=run.start_seq, result=result,
+                                        on_abandon=_abandon(run, data.get("on_disconnect")), after=after)
+
+
+class ThreadRunCreateApi(_RunCreateBase):
+    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT, operation_id="create_run_threads")
+    def post(self, request, thread_id: str | None = None):
+        run, _ = self.create(request, thread_id)
+        return Response(runs.run_out(run), headers=_locations(request, self.marker, run))
+
+
+class ThreadRunListApi(AgentServerApi):
+    writes = False
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="list_runs_http_threads")
+    def get(self, request, thread_id: str):
+        limit = _query_int(request, "limit", 10, 1, 1000)
+        offset = _query_int(request, "offset", 0, 0, 10 ** 9)
+        status = request.query_params.get("status")
+        if status is not None and status not in runs.STATUS_FILTERS:
+            raise RequestValidationError.single(["query", "status"], f"Invalid status: {status}")
+        found = runs.run_list(caller=self.caller, thread_id=thread_id, limit=limit, offset=offset, status=status)
+        return Response([runs.run_out(r) for r in found])
+
+
+class ThreadRunStreamApi(_RunCreateBase):
+    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT,
+                   operation_id="stream_run_threads")
+    def post(self, request, thread_id: str | None = None):
+        run, data = self.create(request, thread_id)
+        headers = _locations(request, self.marker, run)
+        headers["Location"] = headers["Content-Location"] + "/stream"
+        after = (lambda: _finish_temporary(run.pk)) if (run.kwargs or {}).get("temporary") else None
+        return streams.sse_response(_then(streams.frames(run.thread_id, str(run.pk), since=run.start_seq,
+                                                         on_abandon=_abandon(run, data.get("on_disconnect"))),
+                                          after), headers)
+
+
+async def _then(stream, after):
+    async for chunk in stream:
+        yield chunk
+    if after is not None:
+        await after()
+
+
+class ThreadRunWaitApi(_RunCreateBase):
+    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT, operation_id="wait_run_threads")
+    def post(self, request, thread_id: str | None = None):
+        run, data = self.create(request, thread_id)
+        headers = _locations(request, self.marker, run)
+        headers["Location"] = headers["Content-Location"] + "/join"
+        return streams.json_stream_response(self.result_stream(run, data), headers)
+
+
+class StatelessRunCreateApi(ThreadRunCreateApi):
+    marker = "/runs"
+
+    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT, operation_id="create_run_stateless")
+    def post(self, request, thread_id: str | None = None):
+        return super().post(request, None)
+
+
+class StatelessRunStreamApi(ThreadRunStreamApi):
+    marker = "/runs"
+
+    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT, operation_id="stream_run_stateless")
+    def post(self, request, thread_id: str | None = None):
+        return super().post(request, None)
+
+
+class StatelessRunWaitApi(ThreadRunWaitApi):
+    marker = "/runs"
+
+    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT, operation_id="wait_run_stateless")
+    def post(self, request, thread_id: str | None = None):
+        return super().post(request, None)
+
+
+class RunBatchApi(AgentServerApi):
+    @extend_schema(request=RunCreateSerializer(many=True), responses=OpenApiTypes.OBJECT,
+                   operation_id="create_run_batch_stateless")
+    def post(self, request):
+        if not isinstance(request.data, list):
+            raise RequestValidationError.single(["body"], "The body must be a list of runs")
+        serializer = RunCreateSerializer(data=request.data, many=True)
+        serializer.is_valid(raise_exception=True)
+        created = [runs.run_create(caller=self.caller, thread_id=None, data=item)[0]
+                   for item in serializer.validated_data]
+        return Response([runs.run_out(run) for run in created])
+
+
+class RunGetApi(AgentServerApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_run_http")
+    def get(self, request, thread_id: str, run_id: str):
+        return Response(runs.run_out(runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)))
+
+
+class RunDeleteApi(AgentServerApi):
+    @extend_schema(responses={204: None}, operation_id="delete_run")
+    def delete(self, request, thread_id: str, run_id: str):
+        runs.run_delete(run=runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id))
+        return Response(status=204)
+
+
+class RunJoinApi(AgentServerApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="join_run_http")
+    def get(self, request, thread_id: str, run_id: str):
+        run = runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
+        if run.status not in runs.ACTIVE:
+            return Response(runs.run_result(run=run))
+        return streams.json_stream_response(_RunCreateBase().result_stream(run, {}), {})
+
+
+class RunJoinStreamApi(AgentServerApi):
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="stream_run_http")
+    def get(self, request, thread_id: str, run_id: str):
+        run = runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
+        try:
+            since = cursor_from_last_event_id(request.headers.get("Last-Event-ID"))
+        except ValueError as exc:
+            raise RequestValidationError.single(["header", "Last-Event-ID"], str(exc)) from None
+        if since is None:
+            # A resumable run replays from its start; otherwise only what it sends from now on (as the Agent Server).
+            since = run.start_seq if (run.kwargs or {}).get("resumable") or run.status == "pending" else None
+        cancel = query_flag(request, "cancel_on_disconnect")
+        return streams.sse_response(_joined(run, since, cancel), {})
+
+
+async def _joined(run, since: int | None, cancel: bool):
+    if since is None:
+        since = await streams.last_seq_of(run.thread_id)
+    async for chunk in streams.frames(run.thread_id, str(run.pk), since=since,
+                                      on_abandon=_abandon(run, "cancel" if cancel else None)):
+        yield chunk
+
+
+class ThreadStreamApi(AgentServerApi):
+    writes = False
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="join_thread_stream")
+    def get(self, request, thread_id: str):
+        thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
+        try:
+            since = cursor_from_last_event_id(request.headers.get("Last-Event-ID"))
+        except ValueError as exc:
+            raise RequestValidationError.single(["header", "Last-Event-ID"], str(exc)) from None
+        return streams.sse_response(_thread_frames(thread.id, since), {})
+
+
+async def _thread_frames(thread_id: str, since: int | None):
+    if since is None:
+        since = await streams.last_seq_of(thread_id)
+    async for chunk in streams.frames(thread_id, None, since=since):
+        yield chunk
+
+
+class RunCancelApi(AgentServerApi):
+    @extend_schema(responses={202: None}, operation_id="cancel_run_http")
+    def post(self, request, thread_id: str, run_id: str):
+        run = runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
+        wait = query_flag(request, "wait")
+        if run.kind == "protocol":
+            # A run.start run (the examples' stop button): stopped here at once if it runs here, answered as the
+            # examples' clients read it.
+            status = async_to_sync(stop_run)(run, wait=wait)
+            return Response({"run_id": str(run.pk), "status": status}, status=200 if wait else 202)
+        rollback = request.query_params.get("action", "interrupt") == "rollback"
+        ended = runs.run_cancel(run=run, rollback=rollback)
+        if ended and rollback:
+            return Response(status=204 if wait else 202)
+        if not wait:
+            if rollback:
+                _rollback_later(run)
+            return Response(status=202)
+        return streams.json_stream_response(_cancelled_result(run, rollback), {})
+
+
+def _rollback_later(run) -> None:
+    """Roll the run back once its process stopped it (on the server's event loop)."""
+    loop = executor.loop
+    if loop is not None and not loop.is_closed():
+        asyncio.run_coroutine_threadsafe(_stop_and_roll_back(run), loop)
+
+
+async def _stop_and_roll_back(run) -> None:
+    await stop_run(run, wait=True)
+    await db.run(runs.run_rollback, run_id=run.pk)
+
+
+async def _cancelled_result(run, rollback: bool):
+    await stop_run(run, wait=True)
+    if rollback:
+        await db.run(runs.run_rollback, run_id=run.pk)
+        yield b"{}"
+        return
+    found = await db.run(runs.ChatRun.objects.get, pk=run.pk)
+    yield dumps(await db.run(runs.run_result, run=found))
+
+
+class RunsCancelManyApi(AgentServerApi):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "RunsCancelInput"
+
+        thread_id = serializers.CharField(required=False)
+        run_ids = serializers.ListField(child=serializers.UUIDField(), required=False)
+        status = serializers.ChoiceField(["pending", "running", "all"], required=False)
+
+    @extend_schema(request=InputSerializer, responses={204: None}, operation_id="cancel_runs_post")
+    def post(self, request):
+        data = self.parse(self.InputSerializer)
+        rollback = request.query_params.get("action") == "rollback"
+        running = runs.runs_cancel_many(caller=self.caller, thread_id=data.get("thread_id"),
+                                        run_ids=[str(r) for r in data.get("run_ids") or []] or None,
+                                        status=data.get("status"), rollback=rollback)
+        if rollback:
+            for run in running:
+                _rollback_later(run)
+        return Response(status=204)
+
+
+def _query_int(request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise RequestValidationError.single(["query", name], f"Invalid {name}: must be a whole number") from None
+    if not low <= value <= high:
+        raise RequestValidationError.single(["query", name], f"{name} must be between {low} and {high}")
+    return value

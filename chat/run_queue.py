@@ -1,0 +1,163 @@
+"""Queued runs and the executor that claims them.
+
+A run is a ChatRun row. The Agent Server API (agentserver/) creates its runs `pending`; so does run.start when
+CHAT_RUN_EXECUTOR is "worker". An executor claims the oldest available pending run of a thread with no running run
+(the database's one-running-run-per-thread constraint settles races between processes), marks it running under
+its process's identity and executes it (chat/runner.py), at most CHAT_RUN_CONCURRENCY at once. The heartbeat the
+runner refreshes is the lease: a run whose executor died is retried once by the sweeper when nothing of it was
+checkpointed, and failed otherwise (chat/services.py `run_fail_dead`).
+
+Where executors run is a setting: with CHAT_RUN_EXECUTOR "web" (the embedded default) every server process runs
+one, started by the first request it serves (`ExecutorStarter`); with "worker", only `run_worker` processes do
+(`run_executor_until`), so web processes only accept and stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+
+from django.conf import settings
+from django.db import IntegrityError, connections, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from chat import db
+from chat.hub import wait_event
+from chat.models import ChatRun, ChatThread
+from chat.runner import RunRequest, runs
+from core import processes
+
+log = logging.getLogger("chat.run_queue")
+CLAIM_CANDIDATES = 20
+
+
+# --- Claiming (synchronous ORM code) ------------------------------------------------------------------------------
+def run_claim_next() -> ChatRun | None:
+    """Mark the oldest claimable pending run running for this process and return it (None: nothing to claim)."""
+    now = timezone.now()
+    busy = ChatRun.objects.filter(status=ChatRun.Status.RUNNING).values("thread_id")
+    candidates = (ChatRun.objects.filter(status=ChatRun.Status.PENDING)
+                  .filter(Q(available_at__isnull=True) | Q(available_at__lte=now))
+                  .exclude(thread_id__in=busy).order_by("created_at")[:CLAIM_CANDIDATES])
+    seen: set[str] = set()
+    for run in candidates:
+        if run.thread_id in seen:
+            continue  # a thread's runs execute in the order they were created
+        seen.add(run.thread_id)
+        try:
+            with transaction.atomic():
+                claimed = ChatRun.objects.filter(pk=run.pk, status=ChatRun.Status.PENDING).update(
+                    status=ChatRun.Status.RUNNING, worker=processes.identity(),
+                    worker_instance=processes.instance(), heartbeat_at=timezone.now(), updated_at=timezone.now())
+        except IntegrityError:
+            continue  # another process started a run on this thread meanwhile
+        if claimed:
+            run.refresh_from_db()
+            return run
+    return None
+
+
+def request_for(run: ChatRun) -> RunRequest:
+    """What the runner needs to execute a claimed run."""
+    from chat.commands import chat_workspace_id
+
+    thread = ChatThread.objects.only("workspace_id").get(pk=run.thread_id)
+    kwargs = run.kwargs or {}
+    return RunRequest(thread_id=run.thread_id, run_id=run.pk, input=kwargs.get("input"),
+                      checkpoint_id=(kwargs.get("checkpoint") or {}).get("checkpoint_id"),
+                      metadata=run.metadata or {}, tracing_workspace_id=thread.workspace_id or chat_workspace_id(),
+                      graph_name=run.graph_name or None, kind=run.kind, kwargs=kwargs, attempt=run.attempt)
+
+
+# --- The executor (one per process and event loop) ----------------------------------------------------------------
+class Executor:
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.task: asyncio.Task | None = None
+        self._wake: asyncio.Event | None = None
+
+    def ensure_running(self) -> None:
+        """Start this process's executor on the running event loop (idempotent)."""
+        loop = asyncio.get_running_loop()
+        if self.task is not None and not self.task.done() and self.loop is loop:
+            return
+        self.loop, self._wake = loop, asyncio.Event()
+        self.task = loop.create_task(self._loop(), name="chat-run-executor")
+
+    def notify(self) -> None:
+        """A run was queued or ended: look for work now (from any thread)."""
+        loop, wake = self.loop, self._wake
+        if loop is not None and wake is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(wake.set)
+
+    async def _loop(self) -> None:
+        failing = False
+        while True:
+            try:
+                await self._claim_and_start()
+                failing = False
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                if not failing:
+                    log.warning("claiming queued runs failed; retrying", exc_info=True)
+                failing = True
+            await wait_event(self._wake, settings.CHAT_QUEUE_POLL_SECONDS)
+            self._wake.clear()
+
+    async def _claim_and_start(self) -> None:
+        while len(runs.tasks) < settings.CHAT_RUN_CONCURRENCY:
+            run = await db.run(run_claim_next)
+            if run is None:
+                return
+            request = await db.run(request_for, run)
+            runs.start(request)
+
+
+executor = Executor()
+runs.on_end.append(executor.notify)
+
+
+def executes_here() -> bool:
+    """Whether this server process executes runs (CHAT_RUN_EXECUTOR "web"), rather than run_worker."""
+    return settings.CHAT_RUN_EXECUTOR == "web"
+
+
+def notify_executors() -> None:
+    """Tell this process's executor that a run was queued (other processes find it within their poll interval)."""
+    executor.notify()
+
+
+class ExecutorStarter:
+    """ASGI middleware starting the process's executor on the server's event loop with its first request."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and executes_here():
+            executor.ensure_running()
+        return await self.app(scope, receive, send)
+
+
+def run_executor_until(stop: threading.Event) -> None:
+    """`run_worker`'s executor (CHAT_RUN_EXECUTOR "worker"): claim and execute runs until `stop` is set."""
+    async def main() -> None:
+        executor.ensure_running()
+        while not stop.is_set():
+            await asyncio.sleep(0.2)
+        executor.task.cancel()
+        for task in list(runs.tasks.values()):
+            task.cancel()
+        await asyncio.gather(executor.task, *runs.tasks.values(), return_exceptions=True)
+
+    log.info("run executor started (concurrency %d)", settings.CHAT_RUN_CONCURRENCY)
+    try:
+        asyncio.run(main())
+    finally:
+        db.close_connections()
+        connections.close_all()

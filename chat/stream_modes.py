@@ -1,0 +1,166 @@
+"""A run's LangGraph stream-mode output as the Agent Server's SSE frames (`event: <mode>`, `data: <json>`).
+
+The Agent Server API (agentserver/) starts runs with a list of stream modes; the run executor (chat/runner.py) runs
+such a run with `graph.astream(stream_mode=[...])` and turns each chunk into frames here, which it stores in the
+thread's event log beside the protocol events, on the channel `as:<run id>`. What the frames say follows LangChain's
+Agent Server (`langgraph dev` 0.16.7), checked by tests/agentserver/test_differential.py:
+
+- the first frame is `metadata` `{run_id, attempt}`;
+- `messages-tuple` sends LangGraph's `(message chunk, metadata)` pairs as `messages`; `messages` sends
+  `messages/metadata` once per message id, then the message accumulated so far as `messages/partial` (or a
+  finished one as `messages/complete`);
+- with `stream_subgraphs`, a subgraph's frames are named `<mode>|<namespace>|…`;
+- an interrupt is sent as a `values` frame `{"__interrupt__": [...]}` when `updates` was not asked for;
+- a failure ends the stream with `error` `{error, message}`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessage, BaseMessageChunk, convert_to_messages, message_chunk_to_message
+from langgraph.types import Command, Send
+
+from chat.wire import dumps
+
+STREAM_MODES = ("values", "updates", "messages", "messages-tuple", "events", "debug", "custom", "tasks",
+                "checkpoints")
+FRAME_CHANNEL_PREFIX = "as:"
+# Stored last for every run on its frame channel, never sent: tells a run's streams and waiters that it ended.
+END_EVENT = "__end__"
+
+
+def frame_channel(run_id) -> str:
+    """The event-log channel holding one run's Agent Server frames."""
+    return f"{FRAME_CHANNEL_PREFIX}{run_id}"
+
+
+@dataclass(slots=True)
+class Frame:
+    """One SSE frame before the store numbers it; stored like a protocol event (chat.services.events_append)."""
+
+    event: str
+    data: bytes
+    channel: str
+    namespace: list[str] = field(default_factory=list)
+
+    def encode(self, seq: int) -> bytes:
+        # The id line is added when the frame is sent (chat.hub.sse_frame): the stored text is the event alone.
+        return b"event: %s\ndata: %s" % (self.event.encode(), self.data)
+
+
+def end_frame(run_id) -> Frame:
+    return Frame(event=END_EVENT, data=b"null", channel=frame_channel(run_id))
+
+
+def graph_modes(requested: list[str]) -> list[str]:
+    """The LangGraph stream modes a run with these requested modes asks the graph for."""
+    modes = {("messages" if mode == "messages-tuple" else mode) for mode in requested if mode != "events"}
+    # updates carry the interrupts, which are sent even when only values were asked for.
+    modes.add("updates")
+    return sorted(modes)
+
+
+def command_from(raw: dict | None) -> Command | None:
+    """The Agent Server's run `command` (`resume`, `update`, `goto`) as a LangGraph Command."""
+    if not raw:
+        return None
+    goto = raw.get("goto")
+    if goto is not None and not isinstance(goto, list):
+        goto = [goto]
+    update = raw.get("update")
+    if isinstance(update, list) and all(isinstance(t, list | tuple) and len(t) == 2 and isinstance(t[0], str)
+                                        for t in update):
+        update = [tuple(t) for t in update]
+    targets = [g if isinstance(g, str) else Send(g["node"], g.get("input")) for g in goto] if goto else None
+    return Command(update=update, goto=targets or (), resume=raw.get("resume"))
+
+
+class FrameMaker:
+    """Turns one run's `astream` chunks into frames; keeps the messages accumulated for `messages` mode."""
+
+    def __init__(self, *, run_id, requested: list[str], subgraphs: bool):
+        self.channel = frame_channel(run_id)
+        self.requested = set(requested)
+        self.subgraphs = subgraphs
+        self._messages: dict[str, BaseMessage] = {}
+
+    def frame(self, event: str, data: Any, namespace: tuple[str, ...] = ()) -> Frame:
+        return Frame(event=event, data=dumps(data), channel=self.channel, namespace=list(namespace))
+
+    def metadata(self, run_id, attempt: int) -> Frame:
+        return self.frame("metadata", {"run_id": str(run_id), "attempt": attempt})
+
+    def error(self, exc: BaseException) -> Frame:
+        return self.frame("error", {"error": type(exc).__name__, "message": str(exc)})
+
+    def convert(self, item: tuple) -> list[Frame]:
+        if self.subgraphs:
+            namespace, mode, chunk = item
+        else:
+            (mode, chunk), namespace = item, ()
+
+        def name(mode: str) -> str:
+            return f"{mode}|{'|'.join(namespace)}" if namespace else mode
+
+        if mode == "debug" and isinstance(chunk, dict) and chunk.get("type") == "checkpoint":
+            chunk = {**chunk, "payload": debug_checkpoint(chunk.get("payload"))}
+        if mode == "messages":
+            if "messages-tuple" in self.requested:
+                return [self.frame(name("messages"), chunk, namespace)]
+            if "messages" in self.requested:
+                return self._message_frames(chunk, namespace)
+            return []
+        if mode in self.requested:
+            return [self.frame(name(mode), chunk, namespace)]
+        if mode == "updates" and isinstance(chunk, dict) and chunk.get("__interrupt__"):
+            return [self.frame(name("values"), chunk, namespace)]
+        return []
+
+    def _message_frames(self, chunk, namespace) -> list[Frame]:
+        message, meta = chunk
+        finished = not isinstance(message, BaseMessageChunk)
+        if isinstance(message, dict):
+            message = convert_to_messages([message])[0]
+        frames = []
+        if message.id in self._messages and not finished:
+            self._messages[message.id] += message
+        else:
+            if message.id not in self._messages:
+                frames.append(self.frame("messages/metadata", {message.id: {"metadata": meta}}, namespace))
+            self._messages[message.id] = message
+        whole = self._messages[message.id]
+        if finished:
+            frames.append(self.frame("messages/complete", [message_chunk_to_message(whole)
+                                                           if isinstance(whole, BaseMessageChunk) else whole],
+                                     namespace))
+        else:
+            frames.append(self.frame("messages/partial", [whole], namespace))
+        return frames
+
+
+def _checkpoint_of(config: dict | None) -> dict | None:
+    configurable = (config or {}).get("configurable") or {}
+    if not configurable.get("thread_id") or not configurable.get("checkpoint_id"):
+        return None
+    found = {"checkpoint_id": configurable["checkpoint_id"], "thread_id": configurable["thread_id"]}
+    if "checkpoint_ns" in configurable:
+        found["checkpoint_ns"] = configurable["checkpoint_ns"] or ""
+    if "checkpoint_map" in configurable:
+        found["checkpoint_map"] = configurable["checkpoint_map"]
+    return found
+
+
+def debug_checkpoint(payload: dict | None) -> dict | None:
+    """A debug `checkpoint` payload with `checkpoint`/`parent_checkpoint` added, as the Agent Server sends it."""
+    if not payload:
+        return None
+    tasks = []
+    for task in payload.get("tasks") or ():
+        state = task.get("state") if isinstance(task, dict) else None
+        if isinstance(state, dict) and state.get("configurable"):
+            task = {**{k: v for k, v in task.items() if k != "state"}, "checkpoint": state["configurable"]}
+        tasks.append(task)
+    return {**payload, "checkpoint": _checkpoint_of(payload.get("config")),
+            "parent_checkpoint": _checkpoint_of(payload.get("parent_config")), "tasks": tasks}

@@ -126,7 +126,8 @@ class _RunCreateBase(AgentServerApi):
 
         after = (lambda: _finish_temporary(run.pk)) if (run.kwargs or {}).get("temporary") else None
         return streams.result_after_end(run.thread_id, str(run.pk), since=run.start_seq, result=result,
-                                        on_abandon=_abandon(run, data.get("on_disconnect")), after=after)
+                                        on_abandon=_abandon(run, data.get("on_disconnect")), after=after,
+                                        watch_status=run.kind == "protocol")
 
 
 class ThreadRunCreateApi(_RunCreateBase):
@@ -256,7 +257,7 @@ class RunJoinStreamApi(AgentServerApi):
 async def _joined(run, since: int | None, cancel: bool):
     if since is None:
         since = await streams.last_seq_of(run.thread_id)
-    async for chunk in streams.frames(run.thread_id, str(run.pk), since=since,
+    async for chunk in streams.frames(run.thread_id, str(run.pk), since=since, watch_status=run.kind == "protocol",
                                       on_abandon=_abandon(run, "cancel" if cancel else None)):
         yield chunk
 

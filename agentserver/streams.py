@@ -16,16 +16,21 @@ from django.http import StreamingHttpResponse
 
 from chat import db, selectors
 from chat.hub import Subscriber, hubs, wait_event
+from chat.models import ChatRun
 from chat.subscriptions import END_OF_RUN, FramesSubscription
 from chat.wire import dumps
 
+STATUS_POLL_SECONDS = 0.25
 SSE_HEADERS = {"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
 
 
-async def frames(thread_id: str, run_id: str | None, *, since: int, on_abandon=None) -> AsyncIterator[bytes]:
+async def frames(thread_id: str, run_id: str | None, *, since: int, on_abandon=None,
+                 watch_status: bool = False) -> AsyncIterator[bytes]:
     """The run's frames after seq `since` until it ends (all runs' frames, forever, when `run_id` is None).
 
-    `on_abandon` (async) is awaited when the client goes away before the run ended (on_disconnect "cancel").
+    An Agent Server run's end is a marker in its frames; a protocol run (run.start) has no frames, so with
+    `watch_status` its status is read instead. `on_abandon` (async) is awaited when the client goes away before the
+    run ended (on_disconnect "cancel").
     """
     subscription = FramesSubscription(run_ids=frozenset({run_id}) if run_id else None)
     subscriber = Subscriber(subscription)
@@ -51,7 +56,11 @@ async def frames(thread_id: str, run_id: str | None, *, since: int, on_abandon=N
         interval = settings.CHAT_SSE_HEARTBEAT_SECONDS
         next_heartbeat = time.monotonic() + interval
         while not subscriber.overflowed:
-            await wait_event(subscriber.wakeup, max(0.0, next_heartbeat - time.monotonic()))
+            timeout = max(0.0, next_heartbeat - time.monotonic())
+            await wait_event(subscriber.wakeup, min(timeout, STATUS_POLL_SECONDS) if watch_status else timeout)
+            if watch_status and await db.run(_ended, run_id):
+                ended = True
+                return
             out = []
             for seq, data in subscriber.take():
                 if seq <= cursor:
@@ -79,15 +88,19 @@ async def frames(thread_id: str, run_id: str | None, *, since: int, on_abandon=N
 
 
 async def result_after_end(thread_id: str, run_id: str, *, since: int, result, on_abandon=None,
-                           after=None) -> AsyncIterator[bytes]:
+                           after=None, watch_status: bool = False) -> AsyncIterator[bytes]:
     """Wait for the run to end (sending nothing), then its result as JSON: `await result()` gives it."""
-    async for _ in frames(thread_id, run_id, since=since, on_abandon=on_abandon):
+    async for _ in frames(thread_id, run_id, since=since, on_abandon=on_abandon, watch_status=watch_status):
         pass
     body = await result()
     yield dumps(body)
     if after is not None:
         with contextlib.suppress(Exception):
             await after()
+
+
+def _ended(run_id: str) -> bool:
+    return not ChatRun.objects.filter(pk=run_id, status__in=(ChatRun.Status.PENDING, ChatRun.Status.RUNNING)).exists()
 
 
 def sse_response(stream: AsyncIterator[bytes], headers: dict[str, str]) -> StreamingHttpResponse:

@@ -265,9 +265,11 @@ async def _finish(request: RunRequest, writer: EventWriter, status: str, error: 
         pass  # another process ended the run: _end_run below finds it ended
     except Exception as exc:
         status, error = ChatRun.Status.FAILED, store_error(exc)
-    # One terminal event, whether subscribers get it from the store or, first, from memory; then the end of the
-    # run's Agent Server frames.
-    terminal = [lifecycle_event([], status, graph_name=graph_name, error=error or None), end_frame(request.run_id)]
+    # One terminal event, whether subscribers get it from the store or, first, from memory; then, for an Agent
+    # Server run, the end of its frames.
+    terminal = [lifecycle_event([], status, graph_name=graph_name, error=error or None)]
+    if request.kind == "agent_server":
+        terminal.append(end_frame(request.run_id))
     try:
         last = await db.run(_end_run, request=request, status=status, error=error, terminal=terminal)
     except Exception as exc:

@@ -285,9 +285,8 @@ def run_fail_dead(*, run: ChatRun, error: str = DEAD_RUN_ERROR, retry: bool = Fa
                 run.worker_instance or "instance unknown")
     events = [lifecycle_event([], "failed", graph_name="root", error=error)]
     if run.kind == "agent_server":
-        events.append(Frame(event="error", data=dumps({"error": "WorkerLost", "message": error}),
-                            channel=frame_channel(run.pk)))
-    events.append(end_frame(run.pk))
+        events += [Frame(event="error", data=dumps({"error": "WorkerLost", "message": error}),
+                         channel=frame_channel(run.pk)), end_frame(run.pk)]
     return events_append(thread_id=run.thread_id, run_id=run.pk, events=events)[-1].seq
 
 

@@ -10,7 +10,7 @@ Agent Server (`langgraph dev` 0.16.7), checked by tests/agentserver/test_differe
   `messages/metadata` once per message id, then the message accumulated so far as `messages/partial` (or a
   finished one as `messages/complete`);
 - with `stream_subgraphs`, a subgraph's frames are named `<mode>|<namespace>|…`;
-- an interrupt is sent as a `values` frame `{"__interrupt__": [...]}` when `updates` was not asked for;
+- an interrupt arrives in the `values` (and `updates`) frames as `__interrupt__`;
 - a failure ends the stream with `error` `{error, message}`.
 """
 
@@ -56,10 +56,8 @@ def end_frame(run_id) -> Frame:
 
 def graph_modes(requested: list[str]) -> list[str]:
     """The LangGraph stream modes a run with these requested modes asks the graph for."""
-    modes = {("messages" if mode == "messages-tuple" else mode) for mode in requested if mode != "events"}
-    # updates carry the interrupts, which are sent even when only values were asked for.
-    modes.add("updates")
-    return sorted(modes)
+    # Interrupts arrive with `values` (`__interrupt__`), as LangGraph >= 1.0.4 sends them.
+    return sorted({("messages" if mode == "messages-tuple" else mode) for mode in requested if mode != "events"})
 
 
 def command_from(raw: dict | None) -> Command | None:
@@ -114,8 +112,6 @@ class FrameMaker:
             return []
         if mode in self.requested:
             return [self.frame(name(mode), chunk, namespace)]
-        if mode == "updates" and isinstance(chunk, dict) and chunk.get("__interrupt__"):
-            return [self.frame(name("values"), chunk, namespace)]
         return []
 
     def _message_frames(self, chunk, namespace) -> list[Frame]:

@@ -37,7 +37,7 @@ def test_a_deployed_revision_answers_the_sdk_on_every_assistant_and_thread_opera
     for kind in CLIENT_KINDS:
         client = SdkClient(kind, custom_url, api_key=owner)
         try:
-            scenarios.system_assistants(client, ["nested", "echo"])
+            scenarios.system_assistants(client, ["nested", "echo", "asker", "slow", "chat"])
             scenarios.assistant_lifecycle(client, "echo")
             scenarios.assistant_graph(client, "nested")
             scenarios.thread_lifecycle(client)

@@ -6,6 +6,7 @@ import operator
 from typing import Annotated
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 
@@ -53,3 +54,86 @@ nested_builder.add_edge(START, "outer_step")
 nested_builder.add_edge("outer_step", "child")
 nested_builder.add_edge("child", END)
 nested_graph = nested_builder.compile(name="nested")
+
+
+# --- A graph that asks a human (interrupt), one that takes its time, and one with a streaming chat model -----------
+class AskState(TypedDict, total=False):
+    question: str
+    answer: str
+
+
+def ask(state: AskState) -> AskState:
+    from langgraph.types import interrupt
+
+    answer = interrupt({"question": state.get("question") or "Proceed?"})
+    return {"answer": str(answer)}
+
+
+ask_builder = StateGraph(AskState)
+ask_builder.add_node("ask", ask)
+ask_builder.add_edge(START, "ask")
+ask_builder.add_edge("ask", END)
+interrupt_graph = ask_builder.compile(name="asker")
+
+
+class SlowState(TypedDict, total=False):
+    ticks: Annotated[list, operator.add]
+    steps: int
+    delay: float
+
+
+async def tick(state: SlowState) -> SlowState:
+    import asyncio
+
+    from langgraph.config import get_stream_writer
+
+    write = get_stream_writer()
+    done = len(state.get("ticks") or [])
+    await asyncio.sleep(state.get("delay", 0.2))
+    write({"tick": done + 1})
+    return {"ticks": [done + 1]}
+
+
+def more(state: SlowState) -> str:
+    return "tick" if len(state.get("ticks") or []) < state.get("steps", 5) else END
+
+
+slow_builder = StateGraph(SlowState)
+slow_builder.add_node("tick", tick)
+slow_builder.add_edge(START, "tick")
+slow_builder.add_conditional_edges("tick", more)
+slow_graph = slow_builder.compile(name="slow")
+
+
+def _scripted_model():
+    """A chat model that streams, word by word, the words of the last human message in reverse (no network)."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    class ReverseModel(GenericFakeChatModel):
+        def _stream(self, messages, stop=None, run_manager=None, **kwargs):
+            text = " ".join(reversed(str(messages[-1].content).split())) or "nothing"
+            self.messages = iter([AIMessage(content=text, id=f"reply-{len(messages)}")])
+            return super()._stream(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            text = " ".join(reversed(str(messages[-1].content).split())) or "nothing"
+            self.messages = iter([AIMessage(content=text, id=f"reply-{len(messages)}")])
+            return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+    return ReverseModel(messages=iter([]))
+
+
+class ChatState(TypedDict, total=False):
+    messages: Annotated[list, add_messages]
+
+
+def respond(state: ChatState) -> ChatState:
+    return {"messages": [_scripted_model().invoke(state["messages"])]}
+
+
+chat_builder = StateGraph(ChatState)
+chat_builder.add_node("respond", respond)
+chat_builder.add_edge(START, "respond")
+chat_builder.add_edge("respond", END)
+chat_graph = chat_builder.compile(name="chat")

@@ -5,3 +5,9 @@ class AgentServerConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "agentserver"
     verbose_name = "Agent Server API"
+
+    def ready(self) -> None:
+        from chat.run_hooks import after_run
+
+        after_run("agentserver.after_run.call_webhook")
+        after_run("agentserver.after_run.remove_temporary_thread")

@@ -21,9 +21,10 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import connections, transaction
+from django.utils.module_loading import import_string
 from langchain_core._api.beta_decorator import LangChainBetaWarning
 
-from chat import db, services
+from chat import db, run_hooks, services
 from chat.graph_runtime import get_served_graph
 from chat.hub import hubs, publish, publish_unstored
 from chat.models import ChatRun
@@ -188,7 +189,17 @@ async def execute_run(request: RunRequest) -> str:
         writer.add([lifecycle_event([], "running", graph_name=graph_name)])
     writer.stop_run_on_error = False
     # Shielded: a second cancel while the end is being recorded must not leave the run open.
-    return await asyncio.shield(_finish(request, writer, status, error, graph_name))
+    status = await asyncio.shield(_finish(request, writer, status, error, graph_name))
+    for path in run_hooks.AFTER_RUN:
+        asyncio.create_task(_after_run(path, request, status), name=f"chat-after-run:{request.run_id}")
+    return status
+
+
+async def _after_run(path: str, request: RunRequest, status: str) -> None:
+    try:
+        await import_string(path)(request, status)
+    except Exception:
+        log.warning("after-run hook %s of run %s failed", path, request.run_id, exc_info=True)
 
 
 async def _stream(served, request: RunRequest, writer: EventWriter, callbacks: list) -> bool:

@@ -4,7 +4,9 @@ stream (every stream mode), join, cancel, the multitask strategies and stateless
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import orjson
@@ -17,7 +19,8 @@ from tests.chat.chat_support import live_chat_server
 
 pytestmark = pytest.mark.live
 SLOW_SPEC = "./tests/agentserver/project/graphs.py:slow_graph"
-server = live_chat_server(CHAT_GRAPH=NESTED_SPEC, CHAT_ALLOW_ANONYMOUS="false")
+# Webhooks go through the egress guard: the test's receiver on loopback is allowlisted, nothing else is.
+server = live_chat_server(CHAT_GRAPH=NESTED_SPEC, CHAT_ALLOW_ANONYMOUS="false", EGRESS_ALLOWLIST="127.0.0.1")
 
 
 @pytest.fixture
@@ -179,3 +182,35 @@ def test_joining_a_resumable_runs_stream_replays_it_and_resumes_after_the_last_e
                 .order_by("seq").values_list("seq", flat=True))
     rest = sdk(collect(client.runs.join_stream(thread["thread_id"], run["run_id"], last_event_id=str(seqs[2]))))
     assert rest == whole[3:]
+
+
+@pytest.fixture
+def webhook_receiver():
+    received: list[dict] = []
+    arrived = threading.Event()
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self):
+            received.append(orjson.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(204)
+            self.end_headers()
+            arrived.set()
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_port}/hook", received, arrived
+    httpd.shutdown()
+
+
+def test_a_runs_webhook_gets_the_ended_run_with_the_threads_values(sdk, webhook_receiver):
+    url, received, arrived = webhook_receiver
+    client = sdk.client
+    thread = sdk(client.threads.create())
+    run = sdk(client.runs.create(thread["thread_id"], "agent", input={"steps": []}, webhook=url))
+    assert arrived.wait(30)
+    [payload] = received
+    assert payload["run_id"] == run["run_id"] and payload["status"] == "success"
+    assert payload["values"] == {"steps": ["outer", "outer", "inner"]} and payload["webhook_sent_at"]

@@ -1,0 +1,70 @@
+"""What happens after an Agent Server run ended (chat.runner.AFTER_RUN hooks, registered in apps.py): the run's
+webhook is called, and a stateless run's temporary thread is removed."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from django.utils import timezone
+
+from agentserver import runs, selectors
+from chat import db
+from chat.models import ChatRun, ChatThread
+from chat.wire import dumps
+from core import egress
+
+log = logging.getLogger("agentserver.after_run")
+# A waiting request reads a stateless run's result right after it ends, then removes its thread itself; a run nobody
+# waits for keeps its thread this long.
+TEMPORARY_GRACE_SECONDS = 5.0
+WEBHOOK_TIMEOUT = (5.0, 10.0)
+
+
+def webhook_payload(*, run_id) -> dict | None:
+    """The run as the Agent Server posts it to a webhook: the run, its times, the thread's values and any error."""
+    run = ChatRun.objects.filter(pk=run_id).first()
+    if run is None:
+        return None
+    thread = ChatThread.objects.filter(pk=run.thread_id).first()
+    values = selectors.thread_view(thread)["values"] if thread is not None else None
+    payload = {**runs.run_out(run), "run_started_at": run.created_at.isoformat(),
+               "run_ended_at": run.finished_at.isoformat() if run.finished_at else None,
+               "webhook_sent_at": timezone.now().isoformat(), "values": values}
+    if run.status == ChatRun.Status.FAILED:
+        payload["error"] = {"error": "RunError", "message": run.error}
+    return payload
+
+
+def webhook_send(*, url: str, payload: dict) -> int:
+    """POST the payload through the egress guard (the address is checked again, pinned, redirects not followed)."""
+    response = egress.egress_http_request("POST", url, headers={"Content-Type": "application/json"},
+                                          data=dumps(payload), timeout=WEBHOOK_TIMEOUT)
+    return response.status_code
+
+
+async def call_webhook(request, status: str) -> None:
+    url = (request.kwargs or {}).get("webhook")
+    if request.kind != "agent_server" or not url:
+        return
+    payload = await db.run(webhook_payload, run_id=request.run_id)
+    if payload is None:
+        return
+    try:
+        code = await asyncio.to_thread(webhook_send, url=url, payload=payload)
+    except egress.EgressDenied as exc:
+        log.warning("webhook of run %s refused: %s", request.run_id, exc.detail)
+        return
+    except Exception as exc:
+        log.warning("webhook of run %s failed: %s: %s", request.run_id, type(exc).__name__, exc)
+        return
+    log.info("webhook of run %s called (%s)", request.run_id, code)
+
+
+async def remove_temporary_thread(request, status: str) -> None:
+    if request.kind != "agent_server" or not (request.kwargs or {}).get("temporary"):
+        return
+    await asyncio.sleep(TEMPORARY_GRACE_SECONDS)
+    run = await db.run(ChatRun.objects.filter(pk=request.run_id).first)
+    if run is not None:
+        await db.run(runs.run_finish_temporary, run=run)

@@ -287,7 +287,7 @@ class RunCancelApi(AgentServerApi):
     def post(self, request, thread_id: str, run_id: str):
         run = runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
         wait = query_flag(request, "wait")
-        if run.kind == "protocol":
+        if run.kind == "protocol" and run.status != runs.ChatRun.Status.PENDING:
             # A run.start run (the examples' stop button): stopped here at once if it runs here, answered as the
             # examples' clients read it.
             status = async_to_sync(stop_run)(run, wait=wait)

@@ -23,7 +23,7 @@ from chat.access import Caller
 from chat.graph_runtime import get_checkpointer
 from chat.models import ChatEvent, ChatRun, ChatThread
 from chat.run_queue import notify_executors
-from chat.stream_modes import STREAM_MODES, end_frame
+from chat.stream_modes import STREAM_MODES
 from core import egress
 from core.exceptions import Conflict, NotFound, RequestValidationError
 
@@ -217,11 +217,10 @@ def _cancel_now(*, run: ChatRun, rollback: bool) -> bool:
     if run.status == ChatRun.Status.PENDING:
         if rollback:
             run.delete()
-        elif ChatRun.objects.filter(pk=run.pk, status=ChatRun.Status.PENDING).update(
-                status=ChatRun.Status.INTERRUPTED, finished_at=timezone.now(), updated_at=timezone.now()):
-            # Whoever waits for the run or streams it learns that it ended.
-            chat_services.events_append(thread_id=run.thread_id, run_id=run.pk, events=[end_frame(run.pk)])
-        return True
+            return True
+        if chat_services.run_cancel_queued(run=run):
+            return True
+        run.refresh_from_db()  # an executor claimed it meanwhile
     chat_services.run_cancel_request(run=run)
     return False
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 
-from chat import db, selectors, services
+from chat import db, run_queue, selectors, services
 from chat.access import Caller
 from chat.graph_runtime import get_served_graph, graph_name_for
 from chat.hub import publish
@@ -137,25 +137,31 @@ async def start_run(thread, run_input: dict | None, *, checkpoint_id: str | None
         if found is None:
             raise CommandError("no_such_checkpoint", f"Checkpoint {checkpoint_id} not found in thread {thread.id}.")
     run_id = uuid.uuid4()
-    await _create_run(thread, run_id)
+    # Executed here (CHAT_RUN_EXECUTOR "web"), or queued for run_worker's executors.
+    queue = None if run_queue.executes_here() else {
+        "graph_name": graph_name, "metadata": metadata,
+        "kwargs": {"input": run_input, "checkpoint": {"checkpoint_id": checkpoint_id} if checkpoint_id else None}}
+    await _create_run(thread, run_id, queue)
     await db.run(services.thread_touch, thread=thread, messages=(run_input or {}).get("messages"),
                  graph_name=graph_name)
+    if queue is not None:
+        return run_id
     workspace_id = thread.workspace_id or await db.run(chat_workspace_id)
     runs.start(RunRequest(thread_id=thread.id, run_id=run_id, input=run_input, checkpoint_id=checkpoint_id,
                           metadata=metadata, tracing_workspace_id=workspace_id, graph_name=graph_name))
     return run_id
 
 
-async def _create_run(thread, run_id: uuid.UUID) -> None:
+async def _create_run(thread, run_id: uuid.UUID, queue: dict | None) -> None:
     """Register the run; an active run whose cancel was requested is first given a moment to end."""
     try:
-        await db.run(services.run_create, thread=thread, run_id=run_id)
+        await db.run(services.run_create, thread=thread, run_id=run_id, queue=queue)
         return
     except services.RunActive as exc:
         if not await _cancelled_run_ended(exc.run_id):
             raise CommandError("invalid_argument", exc.detail) from None
     try:
-        await db.run(services.run_create, thread=thread, run_id=run_id)
+        await db.run(services.run_create, thread=thread, run_id=run_id, queue=queue)
     except services.RunActive as exc:
         raise CommandError("invalid_argument", exc.detail) from None
 

@@ -157,8 +157,11 @@ def thread_delete(*, thread: ChatThread) -> None:
 
 
 # --- Runs ---------------------------------------------------------------------------------------------------------
-def run_create(*, thread: ChatThread, run_id) -> ChatRun:
+def run_create(*, thread: ChatThread, run_id, queue: dict | None = None) -> ChatRun:
     """Register a new active run of this process; a run left behind by a process that is gone is failed first.
+
+    With `queue` (what an executor needs: graph_name, kwargs, metadata), the run is queued for run_worker's
+    executors instead (CHAT_RUN_EXECUTOR "worker").
 
     Raises:
         RunActive: another run is active on the thread.
@@ -166,6 +169,15 @@ def run_create(*, thread: ChatThread, run_id) -> ChatRun:
     queued = ChatRun.objects.filter(thread=thread, status=ChatRun.Status.PENDING).values_list("pk", flat=True).first()
     if queued is not None:
         raise RunActive(queued)
+    if queue is not None:
+        running = ChatRun.objects.filter(thread=thread, status=ChatRun.Status.RUNNING).first()
+        if running is not None and run_orphan_reason(run=running) is None:
+            raise RunActive(running.pk)
+        if running is not None:
+            run_fail_dead(run=running, error=run_orphan_reason(run=running))
+        start_seq = ChatThread.objects.filter(pk=thread.pk).values_list("last_seq", flat=True).get()
+        return ChatRun.objects.create(id=run_id, thread=thread, status=ChatRun.Status.PENDING, start_seq=start_seq,
+                                      **queue)
     for _ in range(2):
         try:
             with transaction.atomic():
@@ -257,6 +269,21 @@ def run_cancel_request(*, run: ChatRun) -> ChatRun:
     return run
 
 
+def run_cancel_queued(*, run: ChatRun) -> bool:
+    """End a run nobody claimed yet as interrupted, with the events its waiters expect; False if it was claimed."""
+    if not ChatRun.objects.filter(pk=run.pk, status=ChatRun.Status.PENDING).update(
+            status=ChatRun.Status.INTERRUPTED, finished_at=timezone.now(), updated_at=timezone.now()):
+        return False
+    if run.kind == "agent_server":
+        events = [end_frame(run.pk)]
+    else:
+        graph_name = run.graph_name or "root"
+        events = [lifecycle_event([], "running", graph_name=graph_name),
+                  lifecycle_event([], "interrupted", graph_name=graph_name)]
+    events_append(thread_id=run.thread_id, run_id=run.pk, events=events)
+    return True
+
+
 def run_finish(*, run_id, status: str, error: str = "") -> bool:
     """Record how the run ended; False when it had already been ended (e.g. by the sweeper)."""
     return bool(ChatRun.objects.filter(pk=run_id, status=ChatRun.Status.RUNNING).update(
@@ -271,11 +298,15 @@ def run_fail_dead(*, run: ChatRun, error: str = DEAD_RUN_ERROR, retry: bool = Fa
     yet is put back in the queue instead, once.
     """
     retriable = retry and run.cancel_requested_at is None and run.kind == "agent_server" and run.attempt == 1
-    if retriable and not run_checkpointed(run=run):
+    if retriable and not run_made_progress(run=run):
         requeued = ChatRun.objects.filter(pk=run.pk, status=ChatRun.Status.RUNNING).update(
             status=ChatRun.Status.PENDING, attempt=2, worker="", worker_instance="", cancel_requested_at=None,
             updated_at=timezone.now())
         if requeued:
+            # Its input is applied again by the retry: the checkpoints that recorded it go.
+            from chat.checkpointer import get_checkpointer
+
+            get_checkpointer().delete_for_runs([str(run.pk)])
             log.warning("run %s of thread %s is queued again: its process (%s) stopped before checkpointing",
                         run.pk, run.thread_id, run.worker)
         return None
@@ -290,9 +321,14 @@ def run_fail_dead(*, run: ChatRun, error: str = DEAD_RUN_ERROR, retry: bool = Fa
     return events_append(thread_id=run.thread_id, run_id=run.pk, events=events)[-1].seq
 
 
-def run_checkpointed(*, run: ChatRun) -> bool:
-    """Whether the run wrote any checkpoint (then running it again would repeat what it did)."""
-    return Checkpoint.objects.filter(thread_id=run.thread_id, run_id=str(run.pk)).exists()
+def run_made_progress(*, run: ChatRun) -> bool:
+    """Whether a node of the run finished (then running it again would repeat what it did).
+
+    A run checkpoints its input and the first step before any node runs; each finished step adds one, and a
+    subgraph checkpoints under its own namespace.
+    """
+    checkpoints = Checkpoint.objects.filter(thread_id=run.thread_id, run_id=str(run.pk))
+    return checkpoints.exclude(checkpoint_ns="").exists() or checkpoints.count() > 2
 
 
 def runs_sweep_dead(*, stale_seconds: float) -> list[tuple[str, int]]:

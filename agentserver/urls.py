@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from agentserver import api, api_threads
+from agentserver import api, api_docs, api_threads
 from core.views import method_routes
 
 A = "assistants/<str:assistant_id>"
@@ -36,4 +36,6 @@ urlpatterns = [
     path(f"{T}/state/checkpoint", api_threads.ThreadStateAtCheckpointApi.as_view()),
     path(f"{T}/state/<str:checkpoint_id>", api_threads.ThreadStateAtCheckpointIdApi.as_view()),
     path(f"{T}/history", api_threads.ThreadHistoryApi.as_view()),
+    path("openapi.json", api_docs.OpenApiDocumentApi.as_view()),
+    path("docs", api_docs.DocsApi.as_view()),
 ]

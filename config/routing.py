@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import re_path
 
-from chat.routing import THREAD_LIST_PATH, thread_list_app
+from chat.routing import THREAD_LIST_PATH, protocol_routes, thread_list_app
 from chat.routing import http_routes as chat_routes
 
 
@@ -16,11 +16,15 @@ def by_method(routes: dict, otherwise):
     return app
 
 
-def http_routes(django_app) -> list:
+def http_routes(django_app, *, at_root_too: bool = False) -> list:
     """The chat protocol's consumers, matched ahead of Django (`django_app` answers everything else).
 
     GET /api/threads is the examples' thread list (a consumer); POST on the same path is the Agent Server's
-    `threads.create`, a Django view.
+    `threads.create`, a Django view. `at_root_too` (a serving process, whose root is the Agent Server API's base,
+    `{custom_url}`) adds the JS client's default protocol paths at the root, without the `.+` fallbacks: those would
+    take the Agent Server's own paths (`/threads/{id}/runs/stream`) for a malformed thread id, which Django refuses
+    in the Agent Server's shape instead.
     """
     threads = by_method({"GET": thread_list_app, "HEAD": thread_list_app}, django_app)
-    return [re_path(THREAD_LIST_PATH, threads), *chat_routes]
+    return [re_path(THREAD_LIST_PATH, threads), *chat_routes, *(protocol_routes("") if at_root_too else [])]
+

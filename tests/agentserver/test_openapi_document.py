@@ -128,12 +128,13 @@ def test_a_serving_process_serves_the_docs_page_at_its_root(client):
 
 
 def served_here(method: str, path: str) -> bool:
-    """Whether a serving process routes the operation: to a view of agentserver.urls, or (POST) to a consumer."""
+    """Whether a serving process routes the operation at its root: to a view of agentserver.urls, or (POST) to a
+    consumer."""
     concrete = re.sub(r"\{[^}]+\}", SAMPLE_ID, path).lstrip("/")
-    consumers = http_routes(django_app=None)
+    consumers = http_routes(django_app=None, at_root_too=True)
     # A consumer serves the path when it takes the whole segment for the thread id (the routes with `.+` only
     # refuse thread ids that can name no thread).
-    if method == "POST" and any((match := route.pattern.match("api/" + concrete)) and
+    if method == "POST" and any((match := route.pattern.match(concrete)) and
                                 match[2].get("thread_id") == SAMPLE_ID for route in consumers):
         return True
     try:

@@ -43,13 +43,13 @@ class OkApi(APIView):
     def get_exception_handler(self):
         return handle_exception
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="ok")
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="health_check_ok_get")
     def get(self, request):
         return Response({"ok": True})
 
 
 class InfoApi(AgentServerApi):
-    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="info")
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="server_info_info_get")
     def get(self, request):
         return Response({
             "version": AGENT_SERVER_API_VERSION,
@@ -97,7 +97,8 @@ class AssistantCreateApi(AssistantBaseApi):
         description = serializers.CharField(required=False, allow_null=True, allow_blank=True)
         if_exists = serializers.ChoiceField(["raise", "do_nothing"], default="raise")
 
-    @extend_schema(request=InputSerializer, responses=AssistantOutputSerializer, operation_id="create_assistant")
+    @extend_schema(request=InputSerializer, responses=AssistantOutputSerializer,
+                   operation_id="create_assistant_assistants_post")
     def post(self, request):
         data = self.parse(self.InputSerializer)
         services.assistants_ensure_system(caller=self.caller)
@@ -124,7 +125,7 @@ class AssistantSearchApi(AssistantBaseApi):
         select = serializers.ListField(child=serializers.ChoiceField(ASSISTANT_FIELDS), required=False)
 
     @extend_schema(request=InputSerializer, responses=AssistantOutputSerializer(many=True),
-                   operation_id="search_assistants")
+                   operation_id="search_assistants_assistants_search_post")
     def post(self, request):
         data = self.parse(self.InputSerializer)
         services.assistants_ensure_system(caller=self.caller)
@@ -143,7 +144,8 @@ class AssistantCountApi(AssistantBaseApi):
         class Meta:
             ref_name = "AssistantCountInput"
 
-    @extend_schema(request=InputSerializer, responses=OpenApiTypes.INT, operation_id="count_assistants")
+    @extend_schema(request=InputSerializer, responses=OpenApiTypes.INT,
+                   operation_id="count_assistants_assistants_count_post")
     def post(self, request):
         data = self.parse(self.InputSerializer)
         services.assistants_ensure_system(caller=self.caller)
@@ -151,7 +153,7 @@ class AssistantCountApi(AssistantBaseApi):
 
 
 class AssistantGetApi(AssistantBaseApi):
-    @extend_schema(responses=AssistantOutputSerializer, operation_id="get_assistant")
+    @extend_schema(responses=AssistantOutputSerializer, operation_id="get_assistant_assistants__assistant_id__get")
     def get(self, request, assistant_id: str):
         return Response(assistant_out(self.assistant(assistant_id)))
 
@@ -168,7 +170,8 @@ class AssistantUpdateApi(AssistantBaseApi):
         name = serializers.CharField(required=False)
         description = serializers.CharField(required=False, allow_blank=True)
 
-    @extend_schema(request=InputSerializer, responses=AssistantOutputSerializer, operation_id="patch_assistant")
+    @extend_schema(request=InputSerializer, responses=AssistantOutputSerializer,
+                   operation_id="patch_assistant_assistants__assistant_id__patch")
     def patch(self, request, assistant_id: str):
         assistant = self.assistant(assistant_id)
         data = self.parse(self.InputSerializer)
@@ -176,7 +179,7 @@ class AssistantUpdateApi(AssistantBaseApi):
 
 
 class AssistantDeleteApi(AssistantBaseApi):
-    @extend_schema(responses={204: None}, operation_id="delete_assistant")
+    @extend_schema(responses={204: None}, operation_id="delete_assistant_assistants__assistant_id__delete")
     def delete(self, request, assistant_id: str):
         assistant = self.assistant(assistant_id)
         services.assistant_delete(caller=self.caller, assistant=assistant,
@@ -210,7 +213,7 @@ class AssistantVersionsApi(AssistantBaseApi):
         description = serializers.CharField(allow_null=True)
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer(many=True),
-                   operation_id="get_assistant_versions")
+                   operation_id="get_assistant_versions_assistants__assistant_id__versions_get")
     def post(self, request, assistant_id: str):
         assistant = self.assistant(assistant_id)
         data = self.parse(self.InputSerializer)
@@ -227,7 +230,7 @@ class AssistantSetLatestApi(AssistantBaseApi):
         version = serializers.IntegerField(min_value=1)
 
     @extend_schema(request=InputSerializer, responses=AssistantOutputSerializer,
-                   operation_id="set_latest_assistant_version")
+                   operation_id="set_latest_assistant_version_assistants__assistant_id__versions_post")
     def post(self, request, assistant_id: str):
         assistant = self.assistant(assistant_id)
         data = self.parse(self.InputSerializer)
@@ -244,14 +247,16 @@ def _xray(request) -> bool | int:
 
 
 class AssistantGraphApi(AssistantBaseApi):
-    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_assistant_graph")
+    @extend_schema(responses=OpenApiTypes.OBJECT,
+                   operation_id="get_assistant_graph_assistants__assistant_id__graph_get")
     def get(self, request, assistant_id: str):
         assistant = self.assistant(assistant_id)
         return Response(graphs.drawable(get_served_graph(assistant.graph_id).graph, xray=_xray(request)))
 
 
 class AssistantSchemasApi(AssistantBaseApi):
-    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_assistant_schemas")
+    @extend_schema(responses=OpenApiTypes.OBJECT,
+                   operation_id="get_assistant_schemas_assistants__assistant_id__schemas_get")
     def get(self, request, assistant_id: str):
         assistant = self.assistant(assistant_id)
         schemas = graphs.schemas(get_served_graph(assistant.graph_id).graph)
@@ -259,7 +264,8 @@ class AssistantSchemasApi(AssistantBaseApi):
 
 
 class AssistantSubgraphsApi(AssistantBaseApi):
-    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_assistant_subgraphs")
+    @extend_schema(responses=OpenApiTypes.OBJECT,
+                   operation_id="get_assistant_subgraphs_assistants__assistant_id__subgraphs_get")
     def get(self, request, assistant_id: str, namespace: str | None = None):
         assistant = self.assistant(assistant_id)
         graph = get_served_graph(assistant.graph_id).graph
@@ -270,6 +276,7 @@ class AssistantSubgraphsApi(AssistantBaseApi):
 class AssistantSubgraphApi(AssistantSubgraphsApi):
     """GET /assistants/{id}/subgraphs/{namespace}: only that namespace's subgraph."""
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_assistant_subgraphs_by_namespace")
+    @extend_schema(responses=OpenApiTypes.OBJECT,
+                   operation_id="get_assistant_subgraphs_assistants__assistant_id__subgraphs__namespace__get")
     def get(self, request, assistant_id: str, namespace: str | None = None):
         return super().get(request, assistant_id, namespace)

@@ -57,7 +57,7 @@ class ThreadCreateApi(AgentServerApi):
         if_exists = serializers.ChoiceField(["raise", "do_nothing"], default="raise")
         ttl = TtlSerializer(required=False, allow_null=True)
 
-    @extend_schema(request=InputSerializer, responses=OpenApiTypes.OBJECT, operation_id="create_thread")
+    @extend_schema(request=InputSerializer, responses=OpenApiTypes.OBJECT, operation_id="create_thread_threads_post")
     def post(self, request):
         data = self.parse(self.InputSerializer)
         thread_id = str(data.pop("thread_id")) if data.get("thread_id") else None
@@ -86,7 +86,7 @@ class ThreadSearchApi(AgentServerApi):
         select = serializers.ListField(child=serializers.ChoiceField(THREAD_FIELDS), required=False)
 
     @extend_schema(request=InputSerializer, responses={200: {"type": "array", "items": {"type": "object"}}},
-                   operation_id="search_threads")
+                   operation_id="search_threads_threads_search_post")
     def post(self, request):
         data = self.parse(self.InputSerializer)
         select = data.pop("select", None)
@@ -102,13 +102,13 @@ class ThreadCountApi(AgentServerApi):
         class Meta:
             ref_name = "ThreadCountInput"
 
-    @extend_schema(request=InputSerializer, responses=OpenApiTypes.INT, operation_id="count_threads")
+    @extend_schema(request=InputSerializer, responses=OpenApiTypes.INT, operation_id="count_threads_threads_count_post")
     def post(self, request):
         return Response(selectors.thread_search(caller=self.caller, limit=0, **self.parse(self.InputSerializer))[1])
 
 
 class ThreadGetApi(AgentServerApi):
-    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_thread")
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_thread_threads__thread_id__get")
     def get(self, request, thread_id: str):
         return Response(thread_out(selectors.thread_get(caller=self.caller, thread_id=thread_id)))
 
@@ -123,7 +123,8 @@ class ThreadUpdateApi(AgentServerApi):
         # Ours, not the Agent Server's: the chat page renames a thread (chat.services.thread_rename checks it).
         title = serializers.JSONField(required=False)
 
-    @extend_schema(request=InputSerializer, responses=OpenApiTypes.OBJECT, operation_id="patch_thread")
+    @extend_schema(request=InputSerializer, responses=OpenApiTypes.OBJECT,
+                   operation_id="patch_thread_threads__thread_id__patch")
     def patch(self, request, thread_id: str):
         thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
         thread = services.thread_update(thread=thread, **self.parse(self.InputSerializer))
@@ -133,21 +134,22 @@ class ThreadUpdateApi(AgentServerApi):
 
 
 class ThreadDeleteApi(AgentServerApi):
-    @extend_schema(responses={204: None}, operation_id="delete_thread")
+    @extend_schema(responses={204: None}, operation_id="delete_thread_threads__thread_id__delete")
     def delete(self, request, thread_id: str):
         services.thread_delete(thread=selectors.thread_get(caller=self.caller, thread_id=thread_id))
         return Response(status=204)
 
 
 class ThreadCopyApi(AgentServerApi):
-    @extend_schema(request=None, responses=OpenApiTypes.OBJECT, operation_id="copy_thread")
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT,
+                   operation_id="copy_thread_post_threads__thread_id__copy_post")
     def post(self, request, thread_id: str):
         thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
         return Response(thread_out(services.thread_copy(thread=thread)))
 
 
 class ThreadStateGetApi(AgentServerApi):
-    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_thread_state")
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_latest_thread_state_threads__thread_id__state_get")
     def get(self, request, thread_id: str, checkpoint_id: str | None = None):
         thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
         checkpoint = {"checkpoint_id": checkpoint_id} if checkpoint_id else None
@@ -158,7 +160,8 @@ class ThreadStateGetApi(AgentServerApi):
 class ThreadStateAtCheckpointIdApi(ThreadStateGetApi):
     """GET /threads/{id}/state/{checkpoint_id}."""
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_thread_state_at_checkpoint_id")
+    @extend_schema(responses=OpenApiTypes.OBJECT,
+                   operation_id="get_thread_state_at_checkpoint_threads__thread_id__state__checkpoint_id__get")
     def get(self, request, thread_id: str, checkpoint_id: str | None = None):
         return super().get(request, thread_id, checkpoint_id)
 
@@ -174,7 +177,7 @@ class ThreadStateAtCheckpointApi(AgentServerApi):
         subgraphs = serializers.BooleanField(default=False)
 
     @extend_schema(request=InputSerializer, responses=OpenApiTypes.OBJECT,
-                   operation_id="get_thread_state_at_checkpoint")
+                   operation_id="post_thread_state_at_checkpoint_threads__thread_id__state__checkpoint_id__get")
     def post(self, request, thread_id: str):
         data = self.parse(self.InputSerializer)
         thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
@@ -199,7 +202,8 @@ class ThreadStateUpdateApi(AgentServerApi):
         checkpoint = CheckpointSerializer(required=False, allow_null=True)
         checkpoint_id = serializers.CharField(required=False, allow_null=True)
 
-    @extend_schema(request=InputSerializer, responses=OpenApiTypes.OBJECT, operation_id="update_thread_state")
+    @extend_schema(request=InputSerializer, responses=OpenApiTypes.OBJECT,
+                   operation_id="update_thread_state_threads__thread_id__state_post")
     def post(self, request, thread_id: str):
         data = self.parse(self.InputSerializer)
         checkpoint = dict(data.get("checkpoint") or {})
@@ -232,12 +236,12 @@ class ThreadHistoryApi(AgentServerApi):
         checkpoint = CheckpointSerializer(required=False, allow_null=True)
 
     @extend_schema(responses={200: {"type": "array", "items": {"type": "object"}}},
-                   operation_id="get_thread_history_get")
+                   operation_id="get_thread_history_threads__thread_id__history_get")
     def get(self, request, thread_id: str):
         return self.history(thread_id, self.parse(self.InputSerializer, request.query_params.dict()))
 
     @extend_schema(request=InputSerializer, responses={200: {"type": "array", "items": {"type": "object"}}},
-                   operation_id="get_thread_history")
+                   operation_id="get_thread_history_post_threads__thread_id__history_post")
     def post(self, request, thread_id: str):
         return self.history(thread_id, self.parse(self.InputSerializer))
 

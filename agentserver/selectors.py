@@ -156,3 +156,8 @@ def thread_search(*, caller: Caller, metadata: dict | None = None, values: dict 
         found.sort(key=lambda pair: (pair[1]["status"], pair[0].created_at), reverse=sort_order == "desc")
     end = None if limit is None else offset + limit
     return found[offset:end], len(found)
+
+
+def threads_expired(*, now, limit: int) -> list[ChatThread]:
+    """Threads whose time-to-live has run out by `now`, the longest expired first."""
+    return list(ChatThread.objects.filter(expires_at__lte=now).order_by("expires_at")[:limit])

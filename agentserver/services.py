@@ -239,3 +239,21 @@ def thread_state_update(*, caller: Caller, thread_id: str, values: Any, as_node:
     messages = values.get("messages") if isinstance(values, dict) else None
     chat_services.thread_touch(thread=thread, messages=messages if isinstance(messages, list) else None)
     return result
+
+
+def thread_expire(*, thread: ChatThread) -> str:
+    """Apply an expired thread's TTL strategy and say what was done (`deleted`, `pruned`, `busy`).
+
+    `delete` removes the thread with its runs, event log and checkpoints. `keep_latest` keeps the thread and the
+    latest checkpoint of each namespace (what the next run starts from) and restarts the clock, so that a thread in
+    use is pruned again one TTL later; a thread with an active run is left for the next sweep.
+    """
+    if (thread.ttl or {}).get("strategy") != "keep_latest":
+        thread_delete(thread=thread)
+        return "deleted"
+    if ChatRun.objects.filter(thread=thread, status=ChatRun.Status.RUNNING).exists():
+        return "busy"
+    with transaction.atomic():
+        get_checkpointer().prune([thread.id], strategy="keep_latest")
+        ChatThread.objects.filter(pk=thread.pk).update(expires_at=_expiry(thread.ttl))
+    return "pruned"

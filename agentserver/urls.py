@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from agentserver import api, api_runs, api_threads
+from agentserver import api, api_docs, api_runs, api_threads
 from core.views import method_routes
 
 A = "assistants/<str:assistant_id>"
@@ -49,4 +49,6 @@ urlpatterns = [
     path("runs/wait", api_runs.StatelessRunWaitApi.as_view()),
     path("runs/batch", api_runs.RunBatchApi.as_view()),
     path("runs/cancel", api_runs.RunsCancelManyApi.as_view()),
+    path("openapi.json", api_docs.OpenApiDocumentApi.as_view()),
+    path("docs", api_docs.DocsApi.as_view()),
 ]

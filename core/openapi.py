@@ -79,8 +79,9 @@ class HTTPValidationErrorSerializer(serializers.Serializer):
 class ServiceAutoSchema(AutoSchema):
     def get_operation(self, path, path_regex, path_prefix, method, registry):
         operation = super().get_operation(path, path_regex, path_prefix, method, registry)
-        if operation is None:
-            return None
+        if operation is None or getattr(self.view, "documented_separately", False):
+            # Another system's API: its own generator adds its security and error shapes.
+            return operation
         statuses = set()
         # drf-spectacular names the schemes of views whose permissions refuse anonymous callers.
         if any(requirement for requirement in operation.get("security") or []):

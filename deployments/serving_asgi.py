@@ -1,10 +1,11 @@
 """The ASGI application of a revision's serving process: the Agent Server API, the chat protocol routes and /ok.
 
 No admin, no /v2, no /api/v1: the Agent Server API (agentserver/) at the root and under /api, the
-chat protocol's consumers under /api/threads (config.routing puts them ahead of Django), and a health
-check. When SERVE_GRAPHS_TOKEN is set (always, when the runner starts it), every request but /ok
-must carry it in X-Serving-Token: the process listens on loopback, and the token keeps other local
-processes from bypassing the proxy's authentication.
+chat protocol's consumers under /api/threads and the JS client's default protocol paths at the root
+(config.routing puts them ahead of Django), and a health check. When SERVE_GRAPHS_TOKEN is set
+(always, when the runner starts it), every request but /ok must carry it in X-Serving-Token: the
+process listens on loopback, and the token keeps other local processes from bypassing the proxy's
+authentication.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class RequireServingToken:
         return await self.app(scope, receive, send)
 
 
-routes = [re_path(r"^ok/?$", ok), *http_routes(django_app), re_path(r"", django_app)]
+routes = [re_path(r"^ok/?$", ok), *http_routes(django_app, at_root_too=True), re_path(r"", django_app)]
 application = RequireServingToken(
     ExecutorStarter(ProtocolTypeRouter({"http": URLRouter(routes)})),
     os.environ.get("SERVE_GRAPHS_TOKEN"),

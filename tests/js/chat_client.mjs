@@ -1,7 +1,7 @@
 // Drives a live chat server with LangChain's official JS client (@langchain/langgraph-sdk 1.9.24), the way the
 // deep-agent chat examples do (agent-streaming-protocol.md §10), and prints one JSON report on stdout.
 //
-//   CHAT_API_URL=http://127.0.0.1:8000/api [CHAT_API_KEY=...] node chat_client.mjs
+//   CHAT_API_URL=http://127.0.0.1:8000/api [CHAT_API_KEY=...] [CHAT_DEFAULT_PATHS=1] node chat_client.mjs
 //
 // tests/chat/test_js_client.py runs it and asserts on the report.
 import { Client, HttpAgentServerAdapter } from "@langchain/langgraph-sdk";
@@ -59,7 +59,9 @@ async function openController(threadId, onCreated = undefined) {
     apiUrl,
     threadId,
     defaultHeaders: headers,
-    paths: { commands: `/threads/${threadId}/commands`, stream: `/threads/${threadId}/stream` },
+    // The examples' paths, or (CHAT_DEFAULT_PATHS=1) the client's own defaults: /threads/:id/stream/events.
+    ...(process.env.CHAT_DEFAULT_PATHS === "1" ? {} :
+      { paths: { commands: `/threads/${threadId}/commands`, stream: `/threads/${threadId}/stream` } }),
   });
   const controller = new StreamController({ assistantId: "_", client, threadId, transport, onCreated });
   controller.activate();

@@ -131,7 +131,8 @@ class _RunCreateBase(AgentServerApi):
 
 
 class ThreadRunCreateApi(_RunCreateBase):
-    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT, operation_id="create_run_threads")
+    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT,
+                   operation_id="create_run_threads__thread_id__runs_post")
     def post(self, request, thread_id: str | None = None):
         run, _ = self.create(request, thread_id)
         return Response(runs.run_out(run), headers=_locations(request, self.marker, run))
@@ -140,7 +141,7 @@ class ThreadRunCreateApi(_RunCreateBase):
 class ThreadRunListApi(AgentServerApi):
     writes = False
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="list_runs_http_threads")
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="list_runs_http_threads__thread_id__runs_get")
     def get(self, request, thread_id: str):
         limit = _query_int(request, "limit", 10, 1, 1000)
         offset = _query_int(request, "offset", 0, 0, 10 ** 9)
@@ -153,7 +154,7 @@ class ThreadRunListApi(AgentServerApi):
 
 class ThreadRunStreamApi(_RunCreateBase):
     @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT,
-                   operation_id="stream_run_threads")
+                   operation_id="stream_run_threads__thread_id__runs_stream_post")
     def post(self, request, thread_id: str | None = None):
         run, data = self.create(request, thread_id)
         headers = _locations(request, self.marker, run)
@@ -172,7 +173,8 @@ async def _then(stream, after):
 
 
 class ThreadRunWaitApi(_RunCreateBase):
-    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT, operation_id="wait_run_threads")
+    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT,
+                   operation_id="wait_run_threads__thread_id__runs_wait_post")
     def post(self, request, thread_id: str | None = None):
         run, data = self.create(request, thread_id)
         headers = _locations(request, self.marker, run)
@@ -183,7 +185,7 @@ class ThreadRunWaitApi(_RunCreateBase):
 class StatelessRunCreateApi(ThreadRunCreateApi):
     marker = "/runs"
 
-    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT, operation_id="create_run_stateless")
+    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT, operation_id="run_stateless_runs_post")
     def post(self, request, thread_id: str | None = None):
         return super().post(request, None)
 
@@ -191,7 +193,8 @@ class StatelessRunCreateApi(ThreadRunCreateApi):
 class StatelessRunStreamApi(ThreadRunStreamApi):
     marker = "/runs"
 
-    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT, operation_id="stream_run_stateless")
+    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT,
+                   operation_id="stream_run_stateless_runs_stream_post")
     def post(self, request, thread_id: str | None = None):
         return super().post(request, None)
 
@@ -199,14 +202,15 @@ class StatelessRunStreamApi(ThreadRunStreamApi):
 class StatelessRunWaitApi(ThreadRunWaitApi):
     marker = "/runs"
 
-    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT, operation_id="wait_run_stateless")
+    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT,
+                   operation_id="wait_run_stateless_runs_wait_post")
     def post(self, request, thread_id: str | None = None):
         return super().post(request, None)
 
 
 class RunBatchApi(AgentServerApi):
     @extend_schema(request=RunCreateSerializer(many=True), responses=OpenApiTypes.OBJECT,
-                   operation_id="create_run_batch_stateless")
+                   operation_id="run_batch_stateless_runs_post")
     def post(self, request):
         if not isinstance(request.data, list):
             raise RequestValidationError.single(["body"], "The body must be a list of runs")
@@ -218,20 +222,21 @@ class RunBatchApi(AgentServerApi):
 
 
 class RunGetApi(AgentServerApi):
-    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_run_http")
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_run_http_threads__thread_id__runs__run_id__get")
     def get(self, request, thread_id: str, run_id: str):
         return Response(runs.run_out(runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)))
 
 
 class RunDeleteApi(AgentServerApi):
-    @extend_schema(responses={204: None}, operation_id="delete_run")
+    @extend_schema(responses={204: None}, operation_id="delete_run_threads__thread_id__runs__run_id__delete")
     def delete(self, request, thread_id: str, run_id: str):
         runs.run_delete(run=runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id))
         return Response(status=204)
 
 
 class RunJoinApi(AgentServerApi):
-    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="join_run_http")
+    @extend_schema(responses=OpenApiTypes.OBJECT,
+                   operation_id="join_run_http_threads__thread_id__runs__run_id__join_get")
     def get(self, request, thread_id: str, run_id: str):
         run = runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
         if run.status not in runs.ACTIVE:
@@ -240,7 +245,8 @@ class RunJoinApi(AgentServerApi):
 
 
 class RunJoinStreamApi(AgentServerApi):
-    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="stream_run_http")
+    @extend_schema(responses=OpenApiTypes.OBJECT,
+                   operation_id="stream_run_http_threads__thread_id__runs__run_id__join_get")
     def get(self, request, thread_id: str, run_id: str):
         run = runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
         try:
@@ -265,7 +271,7 @@ async def _joined(run, since: int | None, cancel: bool):
 class ThreadStreamApi(AgentServerApi):
     writes = False
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="join_thread_stream")
+    @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="join_thread_stream_threads__thread_id__stream_get")
     def get(self, request, thread_id: str):
         thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
         try:
@@ -283,7 +289,7 @@ async def _thread_frames(thread_id: str, since: int | None):
 
 
 class RunCancelApi(AgentServerApi):
-    @extend_schema(responses={202: None}, operation_id="cancel_run_http")
+    @extend_schema(responses={202: None}, operation_id="cancel_run_http_threads__thread_id__runs__run_id__cancel_post")
     def post(self, request, thread_id: str, run_id: str):
         run = runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
         wait = query_flag(request, "wait")

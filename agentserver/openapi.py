@@ -104,20 +104,6 @@ PROTOCOL_PATHS = {
                       **_PROTOCOL_REFUSAL},
         "security": [{"ApiKey": []}],
     }},
-    "/threads/{thread_id}/runs/{run_id}/cancel": {"post": {
-        "operationId": "cancel_run_http_threads__thread_id__runs__run_id__cancel_post", "tags": ["Thread Runs"],
-        "summary": "Cancel a run",
-        "description": "Ask the run to stop. With `wait`, answer once it has stopped (200); without, at once (202).",
-        "parameters": [_THREAD_ID, {"name": "run_id", "in": "path", "required": True,
-                                    "schema": {"type": "string", "format": "uuid"}},
-                       {"name": "wait", "in": "query", "required": False, "schema": {"type": "boolean"}}],
-        "responses": {**{status: {"description": text, "content": {"application/json": {"schema": {
-            "type": "object", "properties": {"run_id": {"type": "string", "format": "uuid"},
-                                             "status": {"type": "string"}}}}}}
-            for status, text in (("200", "The run has stopped."), ("202", "The run was asked to stop."))},
-                      **_PROTOCOL_REFUSAL},
-        "security": [{"ApiKey": []}],
-    }},
 }
 
 

@@ -40,7 +40,7 @@ def callers(base, make_client, workspace, other_workspace):
     }
 
 
-AGENT_SERVER_ROUTES = {"get state", "post state", "history", "rename", "delete"}
+AGENT_SERVER_ROUTES = {"get state", "post state", "history", "rename", "delete", "cancel"}
 
 
 def attempts(base: str, thread: str, headers: dict) -> dict[str, httpx.Response]:

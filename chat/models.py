@@ -132,6 +132,8 @@ class ChatThread(BaseModel):
     class Meta:
         indexes = [
             models.Index(fields=["owner_kind", "workspace", "user", "-updated_at"], name="chat_thread_owner_idx"),
+            # The TTL sweep (agentserver/jobs.py) looks for expired threads.
+            models.Index(fields=["expires_at"], name="chat_thread_expiry_idx"),
         ]
         constraints = [
             models.CheckConstraint(

@@ -7,12 +7,14 @@ unknown id picks the first.
 from __future__ import annotations
 
 import logging
+import threading
 
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from chat import graph_runtime
 from chat import services as chat_services
+from core.worker import Worker
 from deployments.serving import project_graph_specs
 
 log = logging.getLogger("deployments.serve_graphs")
@@ -49,7 +51,15 @@ class Command(BaseCommand):
             self.stdout.write(f"Serving graph {name!r} ({spec})")
         # run.start's assistant_id picks a graph by its name; "_" or an unknown id picks the first.
         self.stdout.write(f"Listening on http://{host}:{port}; default graph {next(iter(specs))!r}")
+        self._start_periodic_jobs()
         self._run_daphne(host, port)
+
+    def _start_periodic_jobs(self) -> None:
+        """The periodic jobs (dead-run sweep, thread TTLs, event retention) on a thread: no run_worker serves this
+        process's own database. It claims no queued jobs (a revision has none)."""
+        worker = Worker(queues=["serving-process-has-no-job-queue"], run_periodic=True)
+        threading.Thread(target=worker.run_forever, args=(threading.Event(),), name="periodic-jobs",
+                         daemon=True).start()
 
     def _run_daphne(self, host: str, port: int) -> None:
         from daphne.endpoints import build_endpoint_description_strings

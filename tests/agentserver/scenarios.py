@@ -160,3 +160,30 @@ def bad_input(client: SdkClient, base: str, headers: dict) -> None:
         assert http.get("/ok").json()["ok"] is True
         info = http.get("/info").json()
         assert info["version"] == "0.16.7" and info["flags"]["assistants"] is True
+
+
+def runs_lifecycle(client: SdkClient, url: str, key: str | None) -> None:
+    """Runs on the test project's graphs: wait, stream (tokens), an interrupt resumed, a cancel, stateless, and the
+    same graph through RemoteGraph."""
+    thread = client.threads.create()["thread_id"]
+    echoed = client.runs.wait(thread, "echo", input={"messages": [{"role": "user", "content": "hi"}]})
+    assert echoed["echo"] == "hi"
+    parts = client.collect(client.runs.stream(thread, "chat", input={"messages": [{"role": "user",
+                                                                                   "content": "one two three"}]},
+                                              stream_mode=["messages-tuple", "values"]))
+    tokens = [data[0]["content"] for event, data, *_ in parts if event == "messages"]
+    assert len(tokens) > 1 and "".join(tokens) == "three two one"
+    asked = client.threads.create()["thread_id"]
+    interrupted = client.runs.wait(asked, "asker", input={"question": "Ship it?"})
+    assert interrupted["__interrupt__"][0]["value"] == {"question": "Ship it?"}
+    assert client.threads.get(asked)["status"] == "interrupted"
+    resumed = client.runs.wait(asked, "asker", command={"resume": "yes"})
+    assert resumed["answer"] == "yes" and client.threads.get(asked)["status"] == "idle"
+    slow = client.threads.create()["thread_id"]
+    run = client.runs.create(slow, "slow", input={"steps": 50, "delay": 0.1})
+    client.runs.cancel(slow, run["run_id"], wait=True)
+    assert client.runs.get(slow, run["run_id"])["status"] == "interrupted"
+    assert client.runs.wait(None, "echo", input={"messages": [{"content": "x"}]})["echo"] == "x"
+    from langgraph.pregel.remote import RemoteGraph
+
+    assert RemoteGraph("echo", url=url, api_key=key).invoke({"messages": [{"content": "remote"}]})["echo"] == "remote"

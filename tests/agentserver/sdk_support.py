@@ -30,7 +30,7 @@ class Blocking:
 
 
 class SdkClient:
-    """`assistants` and `threads` of the sync client, or of the async client run to completion."""
+    """`assistants`, `threads` and `runs` of the sync client, or of the async client run to completion."""
 
     def __init__(self, kind: str, url: str, api_key: str | None = None):
         self.kind = kind
@@ -38,11 +38,23 @@ class SdkClient:
             self.client = get_sync_client(url=url, api_key=api_key)
             self.loop = None
             self.assistants, self.threads = self.client.assistants, self.client.threads
+            self.runs = self.client.runs
         else:
             self.loop = asyncio.new_event_loop()
             self.client = get_client(url=url, api_key=api_key)
             self.assistants = Blocking(self.client.assistants, self.loop)
             self.threads = Blocking(self.client.threads, self.loop)
+            self.runs = Blocking(self.client.runs, self.loop)
+
+    def collect(self, stream) -> list:
+        """Every part of an SDK stream (an iterator of the sync client, an async iterator of the async one)."""
+        if self.loop is None:
+            return list(stream)
+
+        async def read() -> list:
+            return [part async for part in stream]
+
+        return self.loop.run_until_complete(read())
 
     def close(self) -> None:
         if self.loop is None:

@@ -1,5 +1,6 @@
-"""The official Python `langgraph_sdk` against a revision the local runner built and serves: the Agent Server API
-at the root of the deployment's stable URL, on the same threads as the examples' protocol under /api."""
+"""The official Python `langgraph_sdk` and `RemoteGraph` against a revision the local runner built and serves: the
+Agent Server API (assistants, threads, runs) at the root of the deployment's stable URL, on the same threads as the
+examples' protocol under /api."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ def test_a_deployed_revision_answers_the_sdk_on_every_assistant_and_thread_opera
             scenarios.assistant_lifecycle(client, "echo")
             scenarios.assistant_graph(client, "nested")
             scenarios.thread_lifecycle(client)
+            scenarios.runs_lifecycle(client, custom_url, owner)
             scenarios.bad_input(client, custom_url, {"X-Api-Key": owner})
         finally:
             client.close()

@@ -14,7 +14,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from chat.models import ChatRun
-from tests.chat.chat_support import live_chat_server
+from tests.chat.chat_support import command, live_chat_server, wait_for_run_end
 
 pytestmark = pytest.mark.live
 WORKER_ENV = {"CHAT_GRAPH": "./tests/agentserver/project/graphs.py:slow_graph", "CHAT_RUN_EXECUTOR": "worker",
@@ -59,7 +59,7 @@ async def read(stream, stop_after: int | None = None) -> list:
 
 
 def worker_pid(run_id: str) -> int:
-    run = wait_for(lambda: ChatRun.objects.filter(pk=run_id, status="running").exclude(worker_instance="").first(),
+    run = wait_for(lambda: ChatRun.objects.filter(pk=run_id).exclude(worker_instance="").first(),
                    what="a worker claiming the run")
     return int(run.worker_instance.split(":")[1])
 
@@ -110,3 +110,16 @@ def test_a_run_whose_worker_is_killed_mid_run_fails_and_the_thread_is_free_again
     assert run_sync(b.threads.get(thread["thread_id"]))["status"] == "error"
     again = run_sync(b.runs.wait(thread["thread_id"], "agent", input={"steps": 1, "delay": 0}))
     assert again["ticks"][-1] >= 1
+
+
+def test_the_example_apps_run_start_is_queued_for_a_worker_too(clients, web_a, web_b, workers):
+    run_sync, a, b = clients
+    thread = run_sync(a.threads.create())["thread_id"]
+    started = command(web_a.url, thread, "run.start", {"input": {"steps": 3, "delay": 0.05}}).json()
+    assert started["type"] == "success", started
+    run_id = started["result"]["run_id"]
+    assert worker_pid(run_id) in {w.process.pid for w in workers}
+    tree = wait_for_run_end(web_b.url, thread, timeout=60)
+    assert tree["status"] == "completed"
+    assert run_sync(b.threads.get_state(thread))["values"]["ticks"] == [1, 2, 3]
+    assert run_sync(b.runs.get(thread, run_id))["status"] == "success"

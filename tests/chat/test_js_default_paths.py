@@ -72,7 +72,8 @@ def test_at_the_root_the_agent_servers_own_thread_paths_still_reach_django(servi
     # Not taken for a malformed thread id "<id>/runs" by the protocol's stream route: the Agent Server answers.
     response = httpx.post(f"{serving_process}/threads/{thread_id}/runs/stream", json={}, trust_env=False)
     assert response.headers["content-type"].startswith("application/json") and "detail" in response.json()
-    # The examples' thread list and stream path stay under /api.
+    # The examples' thread list and stream path stay under /api: at the root, /threads/{id}/stream is the Agent
+    # Server's join of the thread's stream, a GET.
     assert httpx.post(f"{serving_process}/threads/{thread_id}/stream", json={"channels": ["values"]},
-                      trust_env=False).status_code == 404
+                      trust_env=False).status_code == 405
     assert httpx.get(f"{serving_process}/api/threads", trust_env=False).status_code == 200

@@ -10,4 +10,5 @@ for extra in scripts/test-deps.d/*.sh; do
   [ -e "$extra" ] && bash "$extra"
 done
 .venv/bin/ruff check .
-exec .venv/bin/python -m pytest --durations=10 "$@"
+# PYTEST_WORKERS test processes (2; 0 runs everything in this one), one test module per process at a time.
+exec .venv/bin/python -m pytest --durations=10 -n "${PYTEST_WORKERS:-2}" --dist loadfile "$@"

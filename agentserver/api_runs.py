@@ -7,8 +7,6 @@ both streamed by agentserver/streams.py. `Content-Location` names the run as the
 
 from __future__ import annotations
 
-import asyncio
-
 from asgiref.sync import async_to_sync
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -19,7 +17,6 @@ from agentserver import runs, selectors, streams
 from agentserver.http import AgentServerApi, query_flag
 from chat import db
 from chat.consumers import stop_run
-from chat.run_queue import executor
 from chat.subscriptions import cursor_from_last_event_id
 from chat.wire import dumps
 from core.exceptions import RequestValidationError
@@ -104,30 +101,33 @@ def _abandon(run, on_disconnect: str | None):
 
 
 async def _finish_temporary(run_id) -> None:
-    run = await db.run(runs.ChatRun.objects.filter(pk=run_id).first)
+    run = await db.run(runs.run_by_id, run_id=run_id)
     if run is not None:
         await db.run(runs.run_finish_temporary, run=run)
 
 
+def _after_stream(run):
+    """What a streaming or waiting request does once its run ended: remove a stateless run's temporary thread."""
+    return (lambda: _finish_temporary(run.pk)) if (run.kwargs or {}).get("temporary") else None
+
+
+def _result_stream(run, on_disconnect: str | None):
+    async def result() -> dict:
+        return await db.run(runs.run_result, run=await db.run(runs.run_by_id, run_id=run.pk))
+
+    return streams.result_after_end(run.thread_id, str(run.pk), since=run.start_seq, result=result,
+                                    on_abandon=_abandon(run, on_disconnect), after=_after_stream(run),
+                                    watch_status=run.kind == "protocol")
+
+
 class _RunCreateBase(AgentServerApi):
     InputSerializer = RunCreateSerializer
-    stateless = False
     marker = "/threads/"
 
     def create(self, request, thread_id: str | None):
         data = self.parse(self.InputSerializer)
         run, _cancelling = runs.run_create(caller=self.caller, thread_id=thread_id, data=data)
         return run, data
-
-    def result_stream(self, run, data):
-        async def result() -> dict:
-            found = await db.run(runs.ChatRun.objects.get, pk=run.pk)
-            return await db.run(runs.run_result, run=found)
-
-        after = (lambda: _finish_temporary(run.pk)) if (run.kwargs or {}).get("temporary") else None
-        return streams.result_after_end(run.thread_id, str(run.pk), since=run.start_seq, result=result,
-                                        on_abandon=_abandon(run, data.get("on_disconnect")), after=after,
-                                        watch_status=run.kind == "protocol")
 
 
 class ThreadRunCreateApi(_RunCreateBase):
@@ -159,10 +159,9 @@ class ThreadRunStreamApi(_RunCreateBase):
         run, data = self.create(request, thread_id)
         headers = _locations(request, self.marker, run)
         headers["Location"] = headers["Content-Location"] + "/stream"
-        after = (lambda: _finish_temporary(run.pk)) if (run.kwargs or {}).get("temporary") else None
         return streams.sse_response(_then(streams.frames(run.thread_id, str(run.pk), since=run.start_seq,
                                                          on_abandon=_abandon(run, data.get("on_disconnect"))),
-                                          after), headers)
+                                          _after_stream(run)), headers)
 
 
 async def _then(stream, after):
@@ -179,7 +178,7 @@ class ThreadRunWaitApi(_RunCreateBase):
         run, data = self.create(request, thread_id)
         headers = _locations(request, self.marker, run)
         headers["Location"] = headers["Content-Location"] + "/join"
-        return streams.json_stream_response(self.result_stream(run, data), headers)
+        return streams.json_stream_response(_result_stream(run, data.get("on_disconnect")), headers)
 
 
 class StatelessRunCreateApi(ThreadRunCreateApi):
@@ -241,7 +240,7 @@ class RunJoinApi(AgentServerApi):
         run = runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
         if run.status not in runs.ACTIVE:
             return Response(runs.run_result(run=run))
-        return streams.json_stream_response(_RunCreateBase().result_stream(run, {}), {})
+        return streams.json_stream_response(_result_stream(run, None), {})
 
 
 class RunJoinStreamApi(AgentServerApi):
@@ -293,7 +292,7 @@ class RunCancelApi(AgentServerApi):
     def post(self, request, thread_id: str, run_id: str):
         run = runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
         wait = query_flag(request, "wait")
-        if run.kind == "protocol" and run.status != runs.ChatRun.Status.PENDING:
+        if run.kind == "protocol" and not runs.is_queued(run):
             # A run.start run (the examples' stop button): stopped here at once if it runs here, answered as the
             # examples' clients read it.
             status = async_to_sync(stop_run)(run, wait=wait)
@@ -303,32 +302,16 @@ class RunCancelApi(AgentServerApi):
         if ended and rollback:
             return Response(status=204 if wait else 202)
         if not wait:
-            if rollback:
-                _rollback_later(run)
             return Response(status=202)
         return streams.json_stream_response(_cancelled_result(run, rollback), {})
-
-
-def _rollback_later(run) -> None:
-    """Roll the run back once its process stopped it (on the server's event loop)."""
-    loop = executor.loop
-    if loop is not None and not loop.is_closed():
-        asyncio.run_coroutine_threadsafe(_stop_and_roll_back(run), loop)
-
-
-async def _stop_and_roll_back(run) -> None:
-    await stop_run(run, wait=True)
-    await db.run(runs.run_rollback, run_id=run.pk)
 
 
 async def _cancelled_result(run, rollback: bool):
     await stop_run(run, wait=True)
     if rollback:
-        await db.run(runs.run_rollback, run_id=run.pk)
         yield b"{}"
         return
-    found = await db.run(runs.ChatRun.objects.get, pk=run.pk)
-    yield dumps(await db.run(runs.run_result, run=found))
+    yield dumps(await db.run(runs.run_result, run=await db.run(runs.run_by_id, run_id=run.pk)))
 
 
 class RunsCancelManyApi(AgentServerApi):
@@ -344,12 +327,9 @@ class RunsCancelManyApi(AgentServerApi):
     def post(self, request):
         data = self.parse(self.InputSerializer)
         rollback = request.query_params.get("action") == "rollback"
-        running = runs.runs_cancel_many(caller=self.caller, thread_id=data.get("thread_id"),
-                                        run_ids=[str(r) for r in data.get("run_ids") or []] or None,
-                                        status=data.get("status"), rollback=rollback)
-        if rollback:
-            for run in running:
-                _rollback_later(run)
+        runs.runs_cancel_many(caller=self.caller, thread_id=data.get("thread_id"),
+                              run_ids=[str(r) for r in data.get("run_ids") or []] or None,
+                              status=data.get("status"), rollback=rollback)
         return Response(status=204)
 
 

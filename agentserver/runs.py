@@ -66,6 +66,14 @@ def run_get(*, caller: Caller, thread_id: str, run_id: str) -> ChatRun:
     return run
 
 
+def is_queued(run: ChatRun) -> bool:
+    return run.status == ChatRun.Status.PENDING
+
+
+def run_by_id(*, run_id) -> ChatRun | None:
+    return ChatRun.objects.filter(pk=run_id).first()
+
+
 def run_list(*, caller: Caller, thread_id: str, limit: int, offset: int, status: str | None) -> list[ChatRun]:
     thread = selectors.thread_get(caller=caller, thread_id=thread_id)
     rows = ChatRun.objects.filter(thread=thread)
@@ -221,7 +229,7 @@ def _cancel_now(*, run: ChatRun, rollback: bool) -> bool:
         if chat_services.run_cancel_queued(run=run):
             return True
         run.refresh_from_db()  # an executor claimed it meanwhile
-    chat_services.run_cancel_request(run=run)
+    chat_services.run_cancel_request(run=run, rollback=rollback)
     return False
 
 
@@ -230,15 +238,6 @@ def run_cancel(*, run: ChatRun, rollback: bool) -> bool:
     if run.status not in ACTIVE:
         return True
     return _cancel_now(run=run, rollback=rollback)
-
-
-def run_rollback(*, run_id) -> None:
-    """Delete an ended run and what it checkpointed (the `rollback` cancel action)."""
-    run = ChatRun.objects.filter(pk=run_id).first()
-    if run is None or run.status in ACTIVE:
-        return
-    get_checkpointer().delete_for_runs([str(run.pk)])
-    run.delete()
 
 
 def run_delete(*, run: ChatRun) -> None:

@@ -21,60 +21,70 @@ from chat.subscriptions import END_OF_RUN, FramesSubscription
 from chat.wire import dumps
 
 STATUS_POLL_SECONDS = 0.25
+FALLBACK_STATUS_SECONDS = 1.0
 SSE_HEADERS = {"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
+
+
+class _Cursor:
+    """Where a stream is in the thread's event log, and whether its run's end was seen."""
+
+    def __init__(self, seq: int):
+        self.seq, self.ended = seq, False
+
+
+async def _stored(thread_id: str, subscription: FramesSubscription, cursor: _Cursor) -> list[bytes]:
+    """The subscription's stored frames after the cursor (the log up to its end, page by page), stopping at the
+    run's end marker."""
+    out: list[bytes] = []
+    while not cursor.ended:
+        events = await db.run(selectors.events_after, thread_id=thread_id, after_seq=cursor.seq)
+        for event in events:
+            cursor.seq = event.seq
+            if not subscription.matches(event.channel, event.namespace):
+                continue
+            data = subscription.frame(event)
+            if data != END_OF_RUN:
+                out.append(data)
+            elif subscription.run_ids:
+                cursor.ended = True
+                break
+        if len(events) < selectors.PAGE:
+            break
+    return out
 
 
 async def frames(thread_id: str, run_id: str | None, *, since: int, on_abandon=None,
                  watch_status: bool = False) -> AsyncIterator[bytes]:
     """The run's frames after seq `since` until it ends (all runs' frames, forever, when `run_id` is None).
 
-    An Agent Server run's end is a marker in its frames; a protocol run (run.start) has no frames, so with
-    `watch_status` its status is read instead. `on_abandon` (async) is awaited when the client goes away before the
-    run ended (on_disconnect "cancel").
+    An Agent Server run's end is a marker in its frames. A protocol run (run.start) has none, so with
+    `watch_status` its status is read often; otherwise it is read now and then, for a run that ended without a
+    marker (rolled back: deleted with its events). `on_abandon` (async) is awaited when the client goes away before
+    the run ended (on_disconnect "cancel").
     """
     subscription = FramesSubscription(run_ids=frozenset({run_id}) if run_id else None)
     subscriber = Subscriber(subscription)
-    ended = False
+    cursor = _Cursor(since)
     await hubs.attach(thread_id, subscriber)
     try:
-        cursor = since
-        while True:
-            events = await db.run(selectors.events_after, thread_id=thread_id, after_seq=cursor)
-            for event in events:
-                if subscription.matches(event.channel, event.namespace):
-                    data = subscription.frame(event)
-                    if data == END_OF_RUN:
-                        if run_id:
-                            ended = True
-                            return
-                        continue
-                    yield data
-            if events:
-                cursor = events[-1].seq
-            if len(events) < selectors.PAGE:
-                break
+        replayed = await _stored(thread_id, subscription, cursor)
+        if replayed:
+            yield b"".join(replayed)
         interval = settings.CHAT_SSE_HEARTBEAT_SECONDS
+        status_every = STATUS_POLL_SECONDS if watch_status else FALLBACK_STATUS_SECONDS
         next_heartbeat = time.monotonic() + interval
-        while not subscriber.overflowed:
-            timeout = max(0.0, next_heartbeat - time.monotonic())
-            await wait_event(subscriber.wakeup, min(timeout, STATUS_POLL_SECONDS) if watch_status else timeout)
-            if watch_status and await db.run(_ended, run_id):
-                ended = True
-                return
-            out = []
-            for seq, data in subscriber.take():
-                if seq <= cursor:
-                    continue
-                cursor = seq
-                if data == END_OF_RUN:
-                    if run_id:
-                        ended = True
-                        if out:
-                            yield b"".join(out)
-                        return
-                    continue
-                out.append(data)
-            if time.monotonic() >= next_heartbeat:
+        next_status = time.monotonic() + status_every
+        while not cursor.ended and not subscriber.overflowed:
+            wake_at = min(next_heartbeat, next_status) if run_id else next_heartbeat
+            await wait_event(subscriber.wakeup, max(0.0, wake_at - time.monotonic()))
+            out = _live(subscriber, subscription, cursor)
+            if run_id and not cursor.ended and time.monotonic() >= next_status:
+                next_status = time.monotonic() + status_every
+                if await db.run(_ended, run_id):
+                    # Whatever was stored before the end and not delivered yet, then the end.
+                    out += await _stored(thread_id, subscription, cursor)
+                    cursor.ended = True
+            if time.monotonic() >= next_heartbeat and not cursor.ended:
                 out.append(b": heartbeat\n\n")
                 next_heartbeat = time.monotonic() + interval
             if out:
@@ -82,9 +92,23 @@ async def frames(thread_id: str, run_id: str | None, *, since: int, on_abandon=N
     finally:
         with contextlib.suppress(Exception):
             await hubs.detach(thread_id, subscriber)
-        if not ended and on_abandon is not None:
+        if not cursor.ended and on_abandon is not None:
             with contextlib.suppress(Exception):
                 await on_abandon()
+
+
+def _live(subscriber: Subscriber, subscription: FramesSubscription, cursor: _Cursor) -> list[bytes]:
+    out = []
+    for seq, data in subscriber.take():
+        if seq <= cursor.seq:
+            continue
+        cursor.seq = seq
+        if data != END_OF_RUN:
+            out.append(data)
+        elif subscription.run_ids:
+            cursor.ended = True
+            break
+    return out
 
 
 async def result_after_end(thread_id: str, run_id: str, *, since: int, result, on_abandon=None,

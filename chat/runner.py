@@ -341,6 +341,8 @@ async def _record_end_later(request: RunRequest, status: str, error: str, termin
 @transaction.atomic
 def _end_run(*, request: RunRequest, status: str, error: str, terminal: list) -> list | None:
     # The run ends and its terminal event is stored together: whoever sees the event may start the next run.
+    if status == ChatRun.Status.INTERRUPTED and services.run_roll_back(run_id=request.run_id):
+        return None
     if not services.run_finish(run_id=request.run_id, status=status, error=error):
         return None
     return services.events_append(thread_id=request.thread_id, run_id=request.run_id, events=terminal)

@@ -33,6 +33,8 @@ RESTARTED_ERROR = ("The server process restarted before this run finished: the p
                    "without ending it.")
 # A live process acknowledges a cancel within its poll interval (0.5 s); one that has not after this long is gone.
 CANCEL_ACK_SECONDS = 3.0
+# In a run's kwargs: delete the run once it stopped (runs.cancel with action "rollback").
+ROLLBACK_KEY = "rollback_on_stop"
 
 
 class RunEnded(Exception):
@@ -261,12 +263,33 @@ def run_heartbeat(*, run_id, beat: bool) -> tuple[bool, bool]:
     return requested is not None, status == ChatRun.Status.RUNNING
 
 
-def run_cancel_request(*, run: ChatRun) -> ChatRun:
-    """Ask the process executing the run to stop it (any process may ask)."""
-    if run.status == ChatRun.Status.RUNNING and run.cancel_requested_at is None:
-        run.cancel_requested_at = timezone.now()
-        ChatRun.objects.filter(pk=run.pk).update(cancel_requested_at=run.cancel_requested_at)
+def run_cancel_request(*, run: ChatRun, rollback: bool = False) -> ChatRun:
+    """Ask the process executing the run to stop it (any process may ask).
+
+    With `rollback` (the Agent Server's cancel action), the run and what it checkpointed are deleted when it stops.
+    """
+    if run.status != ChatRun.Status.RUNNING:
+        return run
+    fields = {}
+    if run.cancel_requested_at is None:
+        fields["cancel_requested_at"] = run.cancel_requested_at = timezone.now()
+    if rollback:
+        fields["kwargs"] = run.kwargs = {**(run.kwargs or {}), ROLLBACK_KEY: True}
+    if fields:
+        ChatRun.objects.filter(pk=run.pk).update(**fields)
     return run
+
+
+def run_roll_back(*, run_id) -> bool:
+    """Delete a stopped run whose rollback was asked for, with its checkpoints and events; whether it was."""
+    run = ChatRun.objects.filter(pk=run_id).only("kwargs", "thread_id").first()
+    if run is None or not (run.kwargs or {}).get(ROLLBACK_KEY):
+        return False
+    from chat.checkpointer import get_checkpointer
+
+    get_checkpointer().delete_for_runs([str(run_id)])
+    run.delete()
+    return True
 
 
 def run_cancel_queued(*, run: ChatRun) -> bool:

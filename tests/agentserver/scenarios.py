@@ -183,6 +183,19 @@ def runs_lifecycle(client: SdkClient, url: str, key: str | None) -> None:
     run = client.runs.create(slow, "slow", input={"steps": 50, "delay": 0.1})
     client.runs.cancel(slow, run["run_id"], wait=True)
     assert client.runs.get(slow, run["run_id"])["status"] == "interrupted"
+    # A new run with "interrupt" stops the active one (kept, interrupted); with "rollback" the stopped one is gone.
+    first = client.runs.create(slow, "slow", input={"steps": 50, "delay": 0.1})
+    client.runs.wait(slow, "slow", input={"steps": 1, "delay": 0}, multitask_strategy="interrupt")
+    assert client.runs.get(slow, first["run_id"])["status"] == "interrupted"
+    doomed = client.runs.create(slow, "slow", input={"steps": 50, "delay": 0.1})
+    client.runs.wait(slow, "slow", input={"steps": 1, "delay": 0}, multitask_strategy="rollback")
+    assert status_of(lambda: client.runs.get(slow, doomed["run_id"]))[0] == 404
+    # interrupt_before stops ahead of a node; a run from an older checkpoint forks the thread there.
+    paused = client.runs.wait(slow, "slow", input={"steps": 1, "delay": 0}, interrupt_before=["tick"])
+    assert client.threads.get_state(slow)["next"] == ["tick"] and paused is not None
+    history = client.threads.get_history(slow, limit=50)
+    forked = client.runs.wait(slow, "slow", input=None, checkpoint_id=history[-1]["checkpoint_id"])
+    assert forked is not None
     assert client.runs.wait(None, "echo", input={"messages": [{"content": "x"}]})["echo"] == "x"
     from langgraph.pregel.remote import RemoteGraph
 

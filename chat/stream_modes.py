@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import BaseMessage, BaseMessageChunk, convert_to_messages, message_chunk_to_message
-from langgraph.types import Command, Send
+from langgraph.types import Command, Interrupt, Send
 
-from chat.wire import dumps
+from chat.wire import dumps, to_jsonable
 
 STREAM_MODES = ("values", "updates", "messages", "messages-tuple", "events", "debug", "custom", "tasks",
                 "checkpoints")
@@ -48,6 +48,15 @@ class Frame:
     def encode(self, seq: int) -> bytes:
         # The id line is added when the frame is sent (chat.hub.sse_frame): the stored text is the event alone.
         return b"event: %s\ndata: %s" % (self.event.encode(), self.data)
+
+
+def frame_jsonable(obj: Any) -> Any:
+    """The JSON form of what a frame carries. An interrupt keeps every field (`response_schema` too), as the Agent
+    Server writes dataclasses; the chat protocol's form (chat.wire.to_jsonable) leaves it out."""
+    if isinstance(obj, Interrupt):
+        schema = obj.response_schema
+        return {"value": obj.value, "id": obj.id, "response_schema": schema if isinstance(schema, dict) else None}
+    return to_jsonable(obj)
 
 
 def end_frame(run_id) -> Frame:
@@ -85,7 +94,8 @@ class FrameMaker:
         self._messages: dict[str, BaseMessage] = {}
 
     def frame(self, event: str, data: Any, namespace: tuple[str, ...] = ()) -> Frame:
-        return Frame(event=event, data=dumps(data), channel=self.channel, namespace=list(namespace))
+        return Frame(event=event, data=dumps(data, default=frame_jsonable), channel=self.channel,
+                     namespace=list(namespace))
 
     def metadata(self, run_id, attempt: int) -> Frame:
         return self.frame("metadata", {"run_id": str(run_id), "attempt": attempt})
@@ -116,24 +126,23 @@ class FrameMaker:
 
     def _message_frames(self, chunk, namespace) -> list[Frame]:
         message, meta = chunk
-        finished = not isinstance(message, BaseMessageChunk)
         if isinstance(message, dict):
             message = convert_to_messages([message])[0]
+        finished = not isinstance(message, BaseMessageChunk)
         frames = []
-        if message.id in self._messages and not finished:
-            self._messages[message.id] += message
-        else:
-            if message.id not in self._messages:
-                frames.append(self.frame("messages/metadata", {message.id: {"metadata": meta}}, namespace))
+        if message.id not in self._messages:
+            frames.append(self.frame("messages/metadata", {message.id: {"metadata": meta}}, namespace))
             self._messages[message.id] = message
-        whole = self._messages[message.id]
-        if finished:
-            frames.append(self.frame("messages/complete", [message_chunk_to_message(whole)
-                                                           if isinstance(whole, BaseMessageChunk) else whole],
-                                     namespace))
+        elif finished:
+            # A whole message after its chunks replaces them (a chunk plus a message cannot be added up).
+            self._messages[message.id] = message
         else:
-            frames.append(self.frame("messages/partial", [whole], namespace))
-        return frames
+            self._messages[message.id] += message
+        # Partial or complete, the message so far is sent as a whole message (`ai`, not `AIMessageChunk`), as the
+        # Agent Server sends it.
+        whole = self._messages[message.id]
+        whole = message_chunk_to_message(whole) if isinstance(whole, BaseMessageChunk) else whole
+        return [*frames, self.frame("messages/complete" if finished else "messages/partial", [whole], namespace)]
 
 
 def _checkpoint_of(config: dict | None) -> dict | None:

@@ -245,7 +245,8 @@ async def _stream_modes(served, request: RunRequest, writer: EventWriter, callba
 def agent_server_config(request: RunRequest, callbacks: list) -> dict:
     """The RunnableConfig of an Agent Server run: the run's config with its thread, checkpoint and metadata."""
     config = dict(request.kwargs.get("config") or {})
-    configurable = {**(config.get("configurable") or {}), "thread_id": request.thread_id}
+    configurable = {**(config.get("configurable") or {}), "thread_id": request.thread_id,
+                    "run_id": str(request.run_id)}
     checkpoint = request.kwargs.get("checkpoint") or {}
     for key in ("checkpoint_id", "checkpoint_ns", "checkpoint_map"):
         if checkpoint.get(key) is not None:

@@ -226,8 +226,12 @@ async def _stream_modes(served, request: RunRequest, writer: EventWriter, callba
         options["context"] = kwargs["context"]
     graph_input = command_from(kwargs.get("command")) or kwargs.get("input")
     converter = EventConverter()
-    stream = served.graph.astream(graph_input, config, stream_mode=graph_modes(requested), subgraphs=subgraphs,
-                                  **options)
+    if "events" in requested:
+        stream = _with_events(served.graph, graph_input, config, modes=graph_modes(requested), subgraphs=subgraphs,
+                              options=options, run_id=str(request.run_id))
+    else:
+        stream = served.graph.astream(graph_input, config, stream_mode=graph_modes(requested), subgraphs=subgraphs,
+                                      **options)
     try:
         async for item in stream:
             events: list = maker.convert(item)
@@ -240,6 +244,24 @@ async def _stream_modes(served, request: RunRequest, writer: EventWriter, callba
     finally:
         with contextlib.suppress(Exception):
             await asyncio.shield(stream.aclose())
+
+
+async def _with_events(graph, graph_input, config: dict, *, modes: list[str], subgraphs: bool, options: dict,
+                       run_id: str):
+    """The `events` stream mode: the graph's astream_events (v2), the run's own `on_chain_stream` chunks yielded as
+    astream yields them, every other event as an `events` item (what the Agent Server forwards)."""
+    events = graph.astream_events(graph_input, config, version="v2", stream_mode=modes, subgraphs=subgraphs,
+                                  **options)
+    try:
+        async for event in events:
+            if "langsmith:hidden" in (event.get("tags") or ()):
+                continue
+            if event["event"] == "on_chain_stream" and event["run_id"] == run_id:
+                yield event["data"]["chunk"]
+            else:
+                yield ((), "events", event) if subgraphs else ("events", event)
+    finally:
+        await events.aclose()
 
 
 def agent_server_config(request: RunRequest, callbacks: list) -> dict:

@@ -51,11 +51,18 @@ class Frame:
 
 
 def frame_jsonable(obj: Any) -> Any:
-    """The JSON form of what a frame carries. An interrupt keeps every field (`response_schema` too), as the Agent
-    Server writes dataclasses; the chat protocol's form (chat.wire.to_jsonable) leaves it out."""
+    """The JSON form of what a frame carries, as the Agent Server writes it: an interrupt or a command field by
+    field (the chat protocol's forms, chat.wire.to_jsonable, differ), a `Send` as `{node, args}`, a named tuple
+    as an object."""
     if isinstance(obj, Interrupt):
         schema = obj.response_schema
         return {"value": obj.value, "id": obj.id, "response_schema": schema if isinstance(schema, dict) else None}
+    if isinstance(obj, Command):
+        return {"graph": obj.graph, "update": obj.update, "resume": obj.resume, "goto": obj.goto}
+    if isinstance(obj, Send):
+        return {"node": obj.node, "args": obj.arg}
+    if isinstance(obj, tuple) and callable(getattr(obj, "_asdict", None)):
+        return obj._asdict()
     return to_jsonable(obj)
 
 
@@ -65,8 +72,10 @@ def end_frame(run_id) -> Frame:
 
 def graph_modes(requested: list[str]) -> list[str]:
     """The LangGraph stream modes a run with these requested modes asks the graph for."""
-    # Interrupts arrive with `values` (`__interrupt__`), as LangGraph >= 1.0.4 sends them.
-    return sorted({("messages" if mode == "messages-tuple" else mode) for mode in requested if mode != "events"})
+    # Interrupts arrive with `values` (`__interrupt__`), as LangGraph >= 1.0.4 sends them. With `events`, `debug`
+    # is asked for too, as the Agent Server does (what astream_events reports depends on it).
+    modes = {("messages" if mode == "messages-tuple" else mode) for mode in requested if mode != "events"}
+    return sorted(modes | {"debug"} if "events" in requested else modes)
 
 
 def command_from(raw: dict | None) -> Command | None:
@@ -81,7 +90,7 @@ def command_from(raw: dict | None) -> Command | None:
                                         for t in update):
         update = [tuple(t) for t in update]
     targets = [g if isinstance(g, str) else Send(g["node"], g.get("input")) for g in goto] if goto else None
-    return Command(update=update, goto=targets or (), resume=raw.get("resume"))
+    return Command(update=update, goto=targets or None, resume=raw.get("resume"))
 
 
 class FrameMaker:

@@ -103,6 +103,15 @@ def sse_frames(text: str) -> list[tuple[str, object]]:
     return frames
 
 
+def apart_from_events(frames: list[tuple[str, object]]) -> object:
+    """With the `events` mode, the callback events and the other modes' frames, each in order. How the two
+    interleave depends on the event loop (it differs from run to run on either server), not on the server."""
+    if not any(event == "events" for event, _ in frames):
+        return frames
+    return {"events": [data for event, data in frames if event == "events"],
+            "frames": [(event, data) for event, data in frames if event != "events"]}
+
+
 def wait_until_ended(client: httpx.Client, path: str, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -138,7 +147,7 @@ def _play_step(client: httpx.Client, step: Step, normalise: Normaliser, names: d
         response = client.request(step.method, path, json=fill(step.body, names))
     headers = {k: normalise(response.headers[k]) for k in HEADERS if k in response.headers}
     if step.stream and response.status_code == 200:
-        payload = sse_frames(response.text)
+        payload = apart_from_events(sse_frames(response.text))
     else:
         payload = response.json() if response.content else None
     if response.status_code >= 400:

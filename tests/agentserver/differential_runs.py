@@ -15,7 +15,7 @@ INPUTS = {
 }
 MODES = [["values"], ["updates"], ["messages"], ["messages-tuple"], ["debug"], ["custom"], ["tasks"],
          ["checkpoints"], ["values", "updates", "messages-tuple", "custom", "tasks", "checkpoints"],
-         ["messages", "debug"]]
+         ["messages", "debug"], ["events"], ["events", "values", "messages-tuple"]]
 # Subgraph namespaces only change anything where there is a subgraph, or a node run as a task (the chat model).
 SUBGRAPH_GRAPHS = ("nested", "chat", "asker")
 
@@ -65,7 +65,7 @@ def run_steps() -> list[Step]:
         Step("GET", f"/threads/{asking}"),
         Step("GET", f"/threads/{asking}/state"),
         Step("POST", f"/threads/{asking}/runs/stream", {"assistant_id": "asker", "command": {"resume": "yes"},
-                                                        "stream_mode": ["values", "updates"]}, stream=True),
+                                                        "stream_mode": ["values", "updates", "events"]}, stream=True),
         Step("GET", f"/threads/{asking}"),
         Step("GET", f"/threads/{asking}/state"),
         Step("GET", f"/threads/{asking}/runs"),

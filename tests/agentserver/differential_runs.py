@@ -71,6 +71,7 @@ def run_steps() -> list[Step]:
         Step("GET", f"/threads/{asking}/runs"),
         # Stateless runs.
         Step("POST", "/runs/wait", echo),
+        Step("POST", "/runs", echo),
         Step("POST", "/runs/stream", {**echo, "stream_mode": ["values", "updates"]}, stream=True),
         Step("POST", "/runs/wait", {"assistant_id": "nested", "input": INPUTS["nested"]}),
         # What is not there, and what is malformed.

@@ -7,8 +7,10 @@ Agent Server (`langgraph dev` 0.16.7), checked by tests/agentserver/test_differe
 
 - the first frame is `metadata` `{run_id, attempt}`;
 - `messages-tuple` sends LangGraph's `(message chunk, metadata)` pairs as `messages`; `messages` sends
-  `messages/metadata` once per message id, then the message accumulated so far as `messages/partial` (or a
-  finished one as `messages/complete`);
+  `messages/metadata` once per message id, then the message accumulated so far, as a whole message (`ai`), as
+  `messages/partial` (or a finished one as `messages/complete`);
+- `events` runs the graph with `astream_events` (v2) instead and forwards every callback event but the run's own
+  `on_chain_stream` (chat/runner.py);
 - with `stream_subgraphs`, a subgraph's frames are named `<mode>|<namespace>|…`;
 - an interrupt arrives in the `values` (and `updates`) frames as `__interrupt__`;
 - a failure ends the stream with `error` `{error, message}`.

@@ -85,9 +85,11 @@ def _prefix(request, marker: str) -> str:
     return path[:path.rfind(marker)] if marker in path else ""
 
 
-def _locations(request, marker: str, run) -> dict[str, str]:
-    base = f"{_prefix(request, marker)}/threads/{run.thread_id}/runs/{run.pk}"
-    return {"Content-Location": base}
+def _locations(request, marker: str, run, stateless: bool = False) -> dict[str, str]:
+    """A stateless run is named `/runs/{run_id}` when it is created or streamed (its thread is temporary), as on
+    the Agent Server; waited for, it is named under its thread."""
+    thread = "" if stateless else f"/threads/{run.thread_id}"
+    return {"Content-Location": f"{_prefix(request, marker)}{thread}/runs/{run.pk}"}
 
 
 def _abandon(run, on_disconnect: str | None):
@@ -135,7 +137,7 @@ class ThreadRunCreateApi(_RunCreateBase):
                    operation_id="create_run_threads__thread_id__runs_post")
     def post(self, request, thread_id: str | None = None):
         run, _ = self.create(request, thread_id)
-        return Response(runs.run_out(run), headers=_locations(request, self.marker, run))
+        return Response(runs.run_out(run), headers=_locations(request, self.marker, run, thread_id is None))
 
 
 class ThreadRunListApi(AgentServerApi):
@@ -157,7 +159,7 @@ class ThreadRunStreamApi(_RunCreateBase):
                    operation_id="stream_run_threads__thread_id__runs_stream_post")
     def post(self, request, thread_id: str | None = None):
         run, data = self.create(request, thread_id)
-        headers = _locations(request, self.marker, run)
+        headers = _locations(request, self.marker, run, thread_id is None)
         headers["Location"] = headers["Content-Location"] + "/stream"
         return streams.sse_response(_then(streams.frames(run.thread_id, str(run.pk), since=run.start_seq,
                                                          on_abandon=_abandon(run, data.get("on_disconnect"))),
@@ -238,9 +240,11 @@ class RunJoinApi(AgentServerApi):
                    operation_id="join_run_http_threads__thread_id__runs__run_id__join_get")
     def get(self, request, thread_id: str, run_id: str):
         run = runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
+        headers = _locations(request, "/threads/", run)
+        headers["Location"] = headers["Content-Location"] + "/join"
         if run.status not in runs.ACTIVE:
-            return Response(runs.run_result(run=run))
-        return streams.json_stream_response(_result_stream(run, None), {})
+            return Response(runs.run_result(run=run), headers=headers)
+        return streams.json_stream_response(_result_stream(run, None), headers)
 
 
 class RunJoinStreamApi(AgentServerApi):
@@ -256,7 +260,9 @@ class RunJoinStreamApi(AgentServerApi):
             # A resumable run replays from its start; otherwise only what it sends from now on (as the Agent Server).
             since = run.start_seq if (run.kwargs or {}).get("resumable") or run.status == "pending" else None
         cancel = query_flag(request, "cancel_on_disconnect")
-        return streams.sse_response(_joined(run, since, cancel), {})
+        headers = _locations(request, "/threads/", run)
+        headers["Location"] = headers["Content-Location"] + "/stream"
+        return streams.sse_response(_joined(run, since, cancel), headers)
 
 
 async def _joined(run, since: int | None, cancel: bool):

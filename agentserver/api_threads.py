@@ -40,7 +40,10 @@ class ThreadOutputSerializer(serializers.Serializer):
 def thread_out(thread, view: dict | None = None) -> dict:
     """The Agent Server's Thread: `error` and `interrupts` only once the thread has state, as `langgraph dev`."""
     view = view or selectors.thread_view(thread)
-    out = {**ThreadOutputSerializer(thread).data, "status": view["status"], "config": {}, "values": view["values"]}
+    # A run gives its thread the config `{"configurable": {}}` (the Agent Server merges the assistant's into it).
+    config = {"configurable": {}} if thread.graph_name else {}
+    out = {**ThreadOutputSerializer(thread).data, "status": view["status"], "config": config,
+           "values": view["values"]}
     if view["has_state"]:
         out.update(error=None, interrupts=view["interrupts"])
     return out

@@ -34,10 +34,10 @@ STATUS_FILTERS = {name: status for status, name in STATUS_NAMES.items()}
 ACTIVE = (ChatRun.Status.PENDING, ChatRun.Status.RUNNING)
 BUSY_MESSAGE = ("Thread is already running a task. Wait for it to finish or choose a different multitask "
                 "strategy.")
-# Kwargs of a run as the Agent Server shows them, in its order.
+# Kwargs of a run as the Agent Server shows them, in its order (the run also keeps its `checkpoint`, unshown).
 KWARG_NAMES = ("input", "command", "config", "context", "stream_mode", "interrupt_before", "interrupt_after",
                "webhook", "feedback_keys", "temporary", "subgraphs", "resumable", "checkpoint_during",
-               "durability", "checkpoint")
+               "durability")
 
 
 def run_not_found() -> NotFound:
@@ -49,7 +49,7 @@ def run_out(run: ChatRun) -> dict[str, Any]:
     return {"run_id": str(run.pk), "thread_id": run.thread_id, "assistant_id": run.assistant_id or None,
             "created_at": run.created_at, "updated_at": run.updated_at, "status": STATUS_NAMES.get(run.status),
             "metadata": run.metadata or {}, "kwargs": {k: kwargs.get(k) for k in KWARG_NAMES},
-            "multitask_strategy": run.multitask_strategy or "reject"}
+            "multitask_strategy": run.multitask_strategy or "reject", "langsmith_session_name": None}
 
 
 # --- Reads ----------------------------------------------------------------------------------------------------
@@ -117,7 +117,10 @@ def _assistant_for(*, caller: Caller, raw: str) -> Assistant:
         try:
             key = uuid.UUID(str(raw))
         except ValueError:
-            raise NotFound(f"Assistant '{raw}' not found") from None
+            graphs = ", ".join(selectors.served_graph_ids())
+            raise RequestValidationError.single(
+                ["body", "assistant_id"], f"Invalid assistant: '{raw}'. Must be either:\n- A valid assistant UUID, "
+                                          f"or\n- One of the registered graphs: {graphs}") from None
     return selectors.assistant_get(caller=caller, assistant_id=key)
 
 
@@ -133,29 +136,40 @@ def _check_body(data: dict) -> None:
             raise RequestValidationError.single(["body", "webhook"], f"Webhook URL refused: {exc.detail}") from None
 
 
-def _run_config(assistant: Assistant, data: dict) -> tuple[dict, dict | None]:
+def _run_config(assistant: Assistant, data: dict) -> tuple[dict, dict]:
+    """The run's config and context. Without a context, the request's configurable stands for it (as on the
+    Agent Server, which then mirrors the context into the configurable)."""
     config = dict(assistant.config or {})
     given = data.get("config") or {}
     configurable = {**(config.get("configurable") or {}), **(given.get("configurable") or {})}
     config.update({k: v for k, v in given.items() if k != "configurable"})
-    context = data.get("context")
-    if assistant.context or context:
-        context = {**(assistant.context or {}), **(context or {})}
-        configurable = {**configurable, **context}
+    context = {**(assistant.context or {}), **(data.get("context") or given.get("configurable") or {})}
+    configurable = {**configurable, **context}
     configurable.update(graph_id=assistant.graph_id, assistant_id=str(assistant.assistant_id))
     return {**config, "configurable": configurable}, context
 
 
-def _thread_for(*, caller: Caller, thread_id: str | None, data: dict) -> tuple[ChatThread, bool]:
+def _run_metadata(*, assistant: Assistant, thread: ChatThread, created: bool, data: dict) -> dict:
+    """The assistant's metadata, an existing thread's (with the graph it now runs), the config's and the run's.
+
+    A thread the run creates adds nothing (so no `graph_id`), as on the Agent Server.
+    """
+    from_thread = {} if created else {**(thread.metadata or {}), "graph_id": assistant.graph_id}
+    return {**(assistant.metadata or {}), **from_thread, **((data.get("config") or {}).get("metadata") or {}),
+            **(data.get("metadata") or {}), "assistant_id": str(assistant.assistant_id)}
+
+
+def _thread_for(*, caller: Caller, thread_id: str | None, data: dict) -> tuple[ChatThread, bool, bool]:
+    """(The run's thread, whether it is temporary, whether the run created it.)"""
     if thread_id is None:
         thread = ChatThread.objects.create(id=str(uuid.uuid4()), **caller.owner_fields)
-        return thread, data.get("on_completion", "delete") == "delete"
+        return thread, data.get("on_completion", "delete") == "delete", True
     thread = ChatThread.objects.filter(pk=thread_id).first()
     if thread is None and data.get("if_not_exists") == "create":
-        return chat_services.thread_claim(thread_id=thread_id, caller=caller), False
+        return chat_services.thread_claim(thread_id=thread_id, caller=caller), False, True
     if thread is None or not chat_services.thread_owned_by(thread, caller):
         raise NotFound("Thread or assistant not found.")
-    return thread, False
+    return thread, False, False
 
 
 def _make_room(*, thread: ChatThread, strategy: str) -> list[ChatRun]:
@@ -179,31 +193,41 @@ def run_create(*, caller: Caller, thread_id: str | None, data: dict) -> tuple[Ch
     assistant = _assistant_for(caller=caller, raw=str(data["assistant_id"]))
     config, context = _run_config(assistant, data)
     with transaction.atomic():
-        thread, temporary = _thread_for(caller=caller, thread_id=thread_id, data=data)
+        thread, temporary, created = _thread_for(caller=caller, thread_id=thread_id, data=data)
         ChatThread.objects.select_for_update().filter(pk=thread.pk).first()
         strategy = data.get("multitask_strategy") or "enqueue"
         cancelling = _make_room(thread=thread, strategy=strategy)
         checkpoint = dict(data.get("checkpoint") or {})
         if data.get("checkpoint_id"):
             checkpoint["checkpoint_id"] = data["checkpoint_id"]
-        kwargs = {"input": data.get("input"), "command": data.get("command"), "config": config, "context": context,
+        run_id = uuid.uuid4()
+        metadata = _run_metadata(assistant=assistant, thread=thread, created=created, data=data)
+        run_config = {**config, "configurable": {**config["configurable"], "run_id": str(run_id),
+                                                 "thread_id": thread.pk}, "metadata": metadata}
+        kwargs = {"input": data.get("input"), "command": data.get("command"), "config": run_config,
+                  "context": context,
                   "stream_mode": data.get("stream_mode") or ["values"],
                   "interrupt_before": data.get("interrupt_before"), "interrupt_after": data.get("interrupt_after"),
                   "webhook": data.get("webhook"), "feedback_keys": None, "temporary": temporary,
                   "subgraphs": bool(data.get("stream_subgraphs")), "resumable": bool(data.get("stream_resumable")),
-                  "checkpoint_during": None, "durability": data.get("durability"), "checkpoint": checkpoint or None,
+                  "checkpoint_during": data.get("checkpoint_during", True), "durability": _durability(data),
+                  "checkpoint": checkpoint or None,
                   "on_completion": data.get("on_completion") if thread_id is None else None}
-        metadata = {**(assistant.metadata or {}), **(data.get("metadata") or {}),
-                    "graph_id": assistant.graph_id, "assistant_id": str(assistant.assistant_id)}
         after = data.get("after_seconds")
         run = ChatRun.objects.create(
-            id=uuid.uuid4(), thread=thread, status=ChatRun.Status.PENDING, kind="agent_server",
+            id=run_id, thread=thread, status=ChatRun.Status.PENDING, kind="agent_server",
             graph_name=assistant.graph_id, assistant_id=str(assistant.assistant_id), kwargs=kwargs,
             metadata=metadata, multitask_strategy=strategy, start_seq=_last_seq(thread),
             available_at=timezone.now() + timedelta(seconds=after) if after else None)
         _remember_graph(thread=thread, assistant=assistant)
         transaction.on_commit(notify_executors)
     return run, cancelling
+
+
+def _durability(data: dict) -> str:
+    if data.get("durability"):
+        return data["durability"]
+    return "async" if data.get("checkpoint_during") in (None, True) else "exit"
 
 
 def _last_seq(thread: ChatThread) -> int:

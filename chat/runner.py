@@ -237,8 +237,12 @@ async def _stream_modes(served, request: RunRequest, writer: EventWriter, callba
         options["context"] = kwargs["context"]
     graph_input = command_from(kwargs.get("command")) or kwargs.get("input")
     converter = EventConverter()
-    stream = served.graph.astream(graph_input, config, stream_mode=graph_modes(requested), subgraphs=subgraphs,
-                                  **options)
+    if "events" in requested:
+        stream = _with_events(served.graph, graph_input, config, modes=graph_modes(requested), subgraphs=subgraphs,
+                              options=options, run_id=str(request.run_id))
+    else:
+        stream = served.graph.astream(graph_input, config, stream_mode=graph_modes(requested), subgraphs=subgraphs,
+                                      **options)
     try:
         async for item in stream:
             events: list = maker.convert(item)
@@ -253,10 +257,29 @@ async def _stream_modes(served, request: RunRequest, writer: EventWriter, callba
             await asyncio.shield(stream.aclose())
 
 
+async def _with_events(graph, graph_input, config: dict, *, modes: list[str], subgraphs: bool, options: dict,
+                       run_id: str):
+    """The `events` stream mode: the graph's astream_events (v2), the run's own `on_chain_stream` chunks yielded as
+    astream yields them, every other event as an `events` item (what the Agent Server forwards)."""
+    events = graph.astream_events(graph_input, config, version="v2", stream_mode=modes, subgraphs=subgraphs,
+                                  **options)
+    try:
+        async for event in events:
+            if "langsmith:hidden" in (event.get("tags") or ()):
+                continue
+            if event["event"] == "on_chain_stream" and event["run_id"] == run_id:
+                yield event["data"]["chunk"]
+            else:
+                yield ((), "events", event) if subgraphs else ("events", event)
+    finally:
+        await events.aclose()
+
+
 def agent_server_config(request: RunRequest, callbacks: list) -> dict:
     """The RunnableConfig of an Agent Server run: the run's config with its thread, checkpoint and metadata."""
     config = dict(request.kwargs.get("config") or {})
-    configurable = {**(config.get("configurable") or {}), "thread_id": request.thread_id}
+    configurable = {**(config.get("configurable") or {}), "thread_id": request.thread_id,
+                    "run_id": str(request.run_id)}
     checkpoint = request.kwargs.get("checkpoint") or {}
     for key in ("checkpoint_id", "checkpoint_ns", "checkpoint_map"):
         if checkpoint.get(key) is not None:

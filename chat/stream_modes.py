@@ -7,8 +7,10 @@ Agent Server (`langgraph dev` 0.16.7), checked by tests/agentserver/test_differe
 
 - the first frame is `metadata` `{run_id, attempt}`;
 - `messages-tuple` sends LangGraph's `(message chunk, metadata)` pairs as `messages`; `messages` sends
-  `messages/metadata` once per message id, then the message accumulated so far as `messages/partial` (or a
-  finished one as `messages/complete`);
+  `messages/metadata` once per message id, then the message accumulated so far, as a whole message (`ai`), as
+  `messages/partial` (or a finished one as `messages/complete`);
+- `events` runs the graph with `astream_events` (v2) instead and forwards every callback event but the run's own
+  `on_chain_stream` (chat/runner.py);
 - with `stream_subgraphs`, a subgraph's frames are named `<mode>|<namespace>|…`;
 - an interrupt arrives in the `values` (and `updates`) frames as `__interrupt__`;
 - a failure ends the stream with `error` `{error, message}`.
@@ -20,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import BaseMessage, BaseMessageChunk, convert_to_messages, message_chunk_to_message
-from langgraph.types import Command, Send
+from langgraph.types import Command, Interrupt, Send
 
-from chat.wire import dumps
+from chat.wire import dumps, to_jsonable
 
 STREAM_MODES = ("values", "updates", "messages", "messages-tuple", "events", "debug", "custom", "tasks",
                 "checkpoints")
@@ -50,14 +52,32 @@ class Frame:
         return b"event: %s\ndata: %s" % (self.event.encode(), self.data)
 
 
+def frame_jsonable(obj: Any) -> Any:
+    """The JSON form of what a frame carries, as the Agent Server writes it: an interrupt or a command field by
+    field (the chat protocol's forms, chat.wire.to_jsonable, differ), a `Send` as `{node, args}`, a named tuple
+    as an object."""
+    if isinstance(obj, Interrupt):
+        schema = obj.response_schema
+        return {"value": obj.value, "id": obj.id, "response_schema": schema if isinstance(schema, dict) else None}
+    if isinstance(obj, Command):
+        return {"graph": obj.graph, "update": obj.update, "resume": obj.resume, "goto": obj.goto}
+    if isinstance(obj, Send):
+        return {"node": obj.node, "args": obj.arg}
+    if isinstance(obj, tuple) and callable(getattr(obj, "_asdict", None)):
+        return obj._asdict()
+    return to_jsonable(obj)
+
+
 def end_frame(run_id) -> Frame:
     return Frame(event=END_EVENT, data=b"null", channel=frame_channel(run_id))
 
 
 def graph_modes(requested: list[str]) -> list[str]:
     """The LangGraph stream modes a run with these requested modes asks the graph for."""
-    # Interrupts arrive with `values` (`__interrupt__`), as LangGraph >= 1.0.4 sends them.
-    return sorted({("messages" if mode == "messages-tuple" else mode) for mode in requested if mode != "events"})
+    # Interrupts arrive with `values` (`__interrupt__`), as LangGraph >= 1.0.4 sends them. With `events`, `debug`
+    # is asked for too, as the Agent Server does (what astream_events reports depends on it).
+    modes = {("messages" if mode == "messages-tuple" else mode) for mode in requested if mode != "events"}
+    return sorted(modes | {"debug"} if "events" in requested else modes)
 
 
 def command_from(raw: dict | None) -> Command | None:
@@ -72,7 +92,7 @@ def command_from(raw: dict | None) -> Command | None:
                                         for t in update):
         update = [tuple(t) for t in update]
     targets = [g if isinstance(g, str) else Send(g["node"], g.get("input")) for g in goto] if goto else None
-    return Command(update=update, goto=targets or (), resume=raw.get("resume"))
+    return Command(update=update, goto=targets or None, resume=raw.get("resume"))
 
 
 class FrameMaker:
@@ -85,7 +105,8 @@ class FrameMaker:
         self._messages: dict[str, BaseMessage] = {}
 
     def frame(self, event: str, data: Any, namespace: tuple[str, ...] = ()) -> Frame:
-        return Frame(event=event, data=dumps(data), channel=self.channel, namespace=list(namespace))
+        return Frame(event=event, data=dumps(data, default=frame_jsonable), channel=self.channel,
+                     namespace=list(namespace))
 
     def metadata(self, run_id, attempt: int) -> Frame:
         return self.frame("metadata", {"run_id": str(run_id), "attempt": attempt})
@@ -116,24 +137,23 @@ class FrameMaker:
 
     def _message_frames(self, chunk, namespace) -> list[Frame]:
         message, meta = chunk
-        finished = not isinstance(message, BaseMessageChunk)
         if isinstance(message, dict):
             message = convert_to_messages([message])[0]
+        finished = not isinstance(message, BaseMessageChunk)
         frames = []
-        if message.id in self._messages and not finished:
-            self._messages[message.id] += message
-        else:
-            if message.id not in self._messages:
-                frames.append(self.frame("messages/metadata", {message.id: {"metadata": meta}}, namespace))
+        if message.id not in self._messages:
+            frames.append(self.frame("messages/metadata", {message.id: {"metadata": meta}}, namespace))
             self._messages[message.id] = message
-        whole = self._messages[message.id]
-        if finished:
-            frames.append(self.frame("messages/complete", [message_chunk_to_message(whole)
-                                                           if isinstance(whole, BaseMessageChunk) else whole],
-                                     namespace))
+        elif finished:
+            # A whole message after its chunks replaces them (a chunk plus a message cannot be added up).
+            self._messages[message.id] = message
         else:
-            frames.append(self.frame("messages/partial", [whole], namespace))
-        return frames
+            self._messages[message.id] += message
+        # Partial or complete, the message so far is sent as a whole message (`ai`, not `AIMessageChunk`), as the
+        # Agent Server sends it.
+        whole = self._messages[message.id]
+        whole = message_chunk_to_message(whole) if isinstance(whole, BaseMessageChunk) else whole
+        return [*frames, self.frame("messages/complete" if finished else "messages/partial", [whole], namespace)]
 
 
 def _checkpoint_of(config: dict | None) -> dict | None:

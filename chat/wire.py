@@ -135,12 +135,12 @@ def to_jsonable(obj: Any) -> Any:
 _ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS
 
 
-def dumps(value: Any) -> bytes:
+def dumps(value: Any, default=to_jsonable) -> bytes:
     try:
-        return orjson.dumps(value, default=to_jsonable, option=_ORJSON_OPTIONS)
+        return orjson.dumps(value, default=default, option=_ORJSON_OPTIONS)
     except (TypeError, orjson.JSONEncodeError):
         # orjson refuses integers beyond 64 bits (and a few exotic keys); the stdlib encoder does not.
-        return json.dumps(_plain(value), default=to_jsonable).encode()
+        return json.dumps(_plain(value), default=default).encode()
 
 
 def _plain(value: Any) -> Any:

@@ -1,11 +1,11 @@
-"""One scripted scenario of assistant and thread operations against LangChain's own Agent Server (`langgraph dev`
-0.16.7, installed by scripts/test-deps.d/40-langgraph-dev.sh) and against ours (`serve_graphs`, as a deployed
-revision runs it), compared response by response once ids, timestamps and error messages are normalised."""
+"""One scripted scenario against LangChain's own Agent Server (`langgraph dev` 0.16.7, installed by
+scripts/test-deps.d/40-langgraph-dev.sh) and against ours (`serve_graphs`, as a deployed revision runs it), compared
+response by response once ids, timestamps and error messages are normalised (tests/agentserver/differential.py):
+assistants and threads; every stream mode on every test graph, with and without subgraphs; the run operations."""
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -13,6 +13,8 @@ import subprocess
 import httpx
 import pytest
 
+from tests.agentserver import differential_runs
+from tests.agentserver.differential import Step, new_id, play, play_apart
 from tests.agentserver.sdk_support import PROJECT
 from tests.support import BASE_DIR, ChildProcess, free_port, wait_for_http
 
@@ -22,13 +24,6 @@ OFFLINE = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "tru
 THREAD, OTHER, ASSISTANT = ("7d1f7c2e-0000-4000-8000-000000000001", "7d1f7c2e-0000-4000-8000-000000000002",
                             "7d1f7c2e-0000-4000-8000-000000000003")
 NESTED = "0813419b-f0e6-579e-bdee-18d9fdf48632"  # uuid5 of "nested": the same on both servers
-UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
-# Checkpoint metadata describing the Agent Server's own deployment and request, not the thread, and `thread_id`,
-# which LangGraph's checkpointers leave out (EXCLUDED_METADATA_KEYS) and only the in-memory runtime keeps.
-PEER_ONLY_METADATA = {"thread_id", "assistant_id", "user_id", "created_by", "run_attempt", "langgraph_version",
-                      "langgraph_api_version", "langgraph_plan", "langgraph_host", "langgraph_api_url",
-                      "langgraph_auth_user_id", "langgraph_request_id", "run_id"}
 
 SCENARIO = [
     ("POST", "/assistants/search", {"sort_by": "graph_id", "sort_order": "asc"}),
@@ -77,50 +72,20 @@ SCENARIO = [
 ]
 
 
-class Normaliser:
-    """Ids become <id-N> in order of first appearance, timestamps <ts>, error messages <detail>."""
-
-    def __init__(self):
-        self.ids: dict[str, str] = {}
-
-    def __call__(self, value, key: str | None = None):
-        if isinstance(value, dict) and "next" in value and isinstance(value.get("metadata"), dict):  # a ThreadState
-            metadata = {k: v for k, v in value["metadata"].items() if k not in PEER_ONLY_METADATA}
-            return {k: self(metadata if k == "metadata" else v, k) for k, v in value.items()}
-        if isinstance(value, dict):
-            return {k: self(v, k) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self(v) for v in value]
-        if isinstance(value, str) and (UUID.match(value) or key in ("checkpoint_ns",) and ":" in value):
-            return self.ids.setdefault(value, f"<id-{len(self.ids)}>")
-        if isinstance(value, str) and TIMESTAMP.match(value):
-            return "<ts>"
-        return value
-
-
-def play(base: str) -> list[tuple]:
-    normalise, seen = Normaliser(), []
-    with httpx.Client(base_url=base, timeout=30, trust_env=False) as client:
-        for method, path, body in SCENARIO:
-            response = client.request(method, path, json=body)
-            payload = response.json() if response.content else None
-            if response.status_code >= 400:
-                assert isinstance(payload, dict) and isinstance(payload.get("detail"), str), (path, payload)
-                payload = {"detail": "<detail>"}
-            seen.append((method, path, response.status_code, normalise(payload)))
-    return seen
-
-
-@pytest.fixture
-def peer(tmp_path):
+@pytest.fixture(scope="module")
+def peer(tmp_path_factory):
+    """One `langgraph dev` for the module: its in-memory state carries over from test to test, so each test
+    uses threads of its own."""
     if not PEER.exists():
         pytest.skip("langgraph dev is not installed: run scripts/test-deps.d/40-langgraph-dev.sh")
+    tmp_path = tmp_path_factory.mktemp("peer")
     project = shutil.copytree(BASE_DIR / PROJECT, tmp_path / "peer-project")
     port = free_port()
     log = open(tmp_path / "peer.log", "wb")
+    # It polls for queued runs twice a second: several runs at once keep the stream scenario short.
     process = subprocess.Popen([str(PEER), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port",
-                                str(port)], cwd=project, env={**os.environ, **OFFLINE}, stdout=log,
-                               stderr=subprocess.STDOUT, start_new_session=True)
+                                str(port), "--n-jobs-per-worker", "8"], cwd=project, env={**os.environ, **OFFLINE},
+                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_for_http(f"http://127.0.0.1:{port}/ok", process=process, timeout=90,
                       describe=lambda: (tmp_path / "peer.log").read_text(errors="replace")[-3000:])
@@ -144,7 +109,35 @@ def ours(transactional_db, tmp_path):
         served.stop()
 
 
+def assert_same(scenario: list[Step], theirs: list[tuple], mine: list[tuple]) -> None:
+    for step, expected, found in zip(scenario, theirs, mine, strict=True):
+        assert found == expected, f"{step.method} {step.path} {step.body}"
+
+
 def test_assistants_and_threads_answer_like_langgraph_dev(peer, ours):
-    theirs, mine = play(peer), play(ours)
-    for expected, found in zip(theirs, mine, strict=True):
-        assert found == expected
+    scenario = [Step(method, path, body) for method, path, body in SCENARIO]
+    assert_same(scenario, play(peer, scenario), play(ours, scenario))
+
+
+def test_every_stream_mode_sends_the_frames_langgraph_dev_sends(peer, ours):
+    scenario = differential_runs.stream_steps()
+    assert_same(scenario, play_apart(peer, scenario), play_apart(ours, scenario))
+
+
+def test_run_operations_answer_like_langgraph_dev(peer, ours):
+    scenario = differential_runs.run_steps()
+    assert_same(scenario, play(peer, scenario), play(ours, scenario))
+
+
+def test_joining_an_unknown_run_is_a_404_where_langgraph_dev_answers_an_error_as_the_result(peer, ours):
+    """The one difference kept: `langgraph dev` (in-memory runtime) answers 200 with `__error__`; its own code says
+    the 404 should come first ("throw any 404s before we enter the streaming body"), and a 404 is what the SDK
+    raises for every other unknown run."""
+    answers = []
+    for base in (peer, ours):
+        thread = httpx.post(f"{base}/threads", json={}, timeout=30).json()["thread_id"]
+        answers.append(httpx.get(f"{base}/threads/{thread}/runs/{new_id()}/join", timeout=30))
+    theirs, mine = answers
+    assert theirs.status_code == 200 and theirs.json() == {
+        "__error__": {"error": "HTTPException", "message": "404: Run not found"}}
+    assert mine.status_code == 404 and mine.json() == {"detail": "Not Found"}

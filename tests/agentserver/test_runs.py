@@ -109,6 +109,8 @@ def test_unknown_assistants_threads_runs_and_stream_modes_are_refused_in_the_age
     url = f"{server.url}/api/threads/{thread['thread_id']}/runs"
     headers = {"X-Api-Key": key}
     answer = httpx.post(url, json={"assistant_id": "nope"}, headers=headers)
+    assert answer.status_code == 422 and answer.json()["detail"].startswith("Invalid assistant: 'nope'.")
+    answer = httpx.post(url, json={"assistant_id": str(uuid.uuid4())}, headers=headers)
     assert answer.status_code == 404 and "detail" in answer.json()
     answer = httpx.post(f"{server.url}/api/threads/{uuid.uuid4()}/runs", json={"assistant_id": "agent"},
                         headers=headers)

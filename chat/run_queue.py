@@ -45,8 +45,13 @@ def run_claim_next() -> ChatRun | None:
     seen: set[str] = set()
     for run in candidates:
         if run.thread_id in seen:
-            continue  # a thread's runs execute in the order they were created
+            continue
         seen.add(run.thread_id)
+        # A thread's runs execute in the order they were created: an older run waiting for its after_seconds holds
+        # back the ones queued behind it.
+        if ChatRun.objects.filter(thread_id=run.thread_id, status=ChatRun.Status.PENDING,
+                                  created_at__lt=run.created_at).exists():
+            continue
         try:
             with transaction.atomic():
                 claimed = ChatRun.objects.filter(pk=run.pk, status=ChatRun.Status.PENDING).update(

@@ -1,6 +1,7 @@
 // Drives our Agent Server API with LangChain's official JS client (@langchain/langgraph-sdk 1.9.24) in its default
 // mode: `new Client({apiUrl, apiKey})`, no custom transport. Prints one JSON report on stdout (the last line);
-// tests/agentserver/test_js_client.py runs it and asserts on the report.
+// tests/agentserver/test_js_client.py and tests/deployments/test_live_js_clients.py run it; tests/agentserver/
+// js_support.py asserts on the report.
 //
 //   CHAT_API_URL=... CHAT_ASSISTANT=agent SLOW_API_URL=... SLOW_ASSISTANT=agent [AS_API_KEY=...] \
 //     node agent_server_client.mjs

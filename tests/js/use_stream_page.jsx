@@ -1,5 +1,5 @@
 // A test-only page: React's `useStream` (@langchain/langgraph-sdk/react, its default Agent Server mode, no custom
-// transport) on one graph of the test project. tests/agentserver/use_stream_support.py serves it and drives it in
+// transport) on one graph of the test project. tests/agentserver/js_support.py serves it and drives it in
 // Chromium. Query parameters: apiUrl, apiKey, assistant, mode (chat | slow | asker), thread (kept across reloads).
 //
 // Built by build_use_stream_page.mjs (esbuild) into dist/use_stream_page.js.

@@ -1,5 +1,8 @@
-"""React's `useStream` (`@langchain/langgraph-sdk/react`, default Agent Server mode) in Chromium: the test page
-(tests/js/use_stream_page.jsx) and what it must do on the test project's chat, slow and asker graphs.
+"""LangChain's JS clients in their default Agent Server mode, against our servers.
+
+The official `Client` in Node: tests/js/agent_server_client.mjs and what its report must say. React's `useStream`
+(`@langchain/langgraph-sdk/react`) in Chromium: the test page (tests/js/use_stream_page.jsx) and what it must do on
+the test project's chat, slow and asker graphs.
 
 The page is served by the test itself on the API's own origin: Playwright answers the page's two files from
 memory (`page.route`) while every API call goes to the real server. The server has no CORS (a browser page on
@@ -8,6 +11,8 @@ another origin is refused; see chat.access.check_write_origin), so the page must
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 from urllib.parse import urlencode, urlsplit
 
@@ -26,8 +31,11 @@ HTML = """<!doctype html>
   h1 { font-size: 20px; margin: 0 0 4px; }
   .meta { color: #5b6475; margin: 0 0 16px; overflow-wrap: anywhere; }
   ol { list-style: none; padding: 0; margin: 0 0 16px; display: grid; gap: 8px; }
-  .message, .ticks li, .interrupt { background: #fff; border: 1px solid #dde1e8; border-radius: 8px; padding: 8px 12px; }
+  .message, .ticks li, .interrupt { background: #fff; border: 1px solid #dde1e8; border-radius: 8px;
+    padding: 8px 12px; }
   .message.human { background: #e8f0ff; }
+  .interrupt { margin-bottom: 16px; }
+  .interrupt p { margin: 0 0 8px; }
   .who { font-weight: 600; margin-right: 8px; }
   form { display: flex; gap: 8px; }
   input { flex: 1; min-width: 0; padding: 8px; border: 1px solid #c4cad6; border-radius: 6px; font: inherit; }
@@ -37,6 +45,59 @@ HTML = """<!doctype html>
 </style></head>
 <body><div id="root"></div><script type="module" src="use_stream_page.js"></script></body></html>
 """
+
+
+def run_agent_server_script(*, chat: tuple[str, str], slow: tuple[str, str], api_key: str) -> dict:
+    """Run tests/js/agent_server_client.mjs with (api url, assistant) for the chat and slow graphs; its report."""
+    missing = js_client_missing()
+    if missing:
+        pytest.skip(f"JS client tests need Node and tests/js packages: {missing}")
+    env = {**os.environ, "CHAT_API_URL": chat[0], "CHAT_ASSISTANT": chat[1], "SLOW_API_URL": slow[0],
+           "SLOW_ASSISTANT": slow[1], "AS_API_KEY": api_key}
+    finished = subprocess.run(["node", "agent_server_client.mjs"], cwd=JS_DIR, capture_output=True, text=True,
+                              timeout=180, env=env)
+    lines = finished.stdout.strip().splitlines()
+    assert lines, finished.stderr
+    report = json.loads(lines[-1])
+    assert finished.returncode == 0 and "failure" not in report, report.get("failure") or finished.stderr
+    return report
+
+
+def assert_report(report: dict) -> None:
+    """What every server must answer the script (the service's /api and a deployment alike)."""
+    join = report["join"]
+    assert join["thread_metadata"]["via"] == "js-sdk"
+    assert join["created_status"] in ("pending", "running") and join["final_status"] == "success"
+    assert [(m["type"], m["content"]) for m in join["messages"]] == [
+        ("human", "hello brave new world"), ("ai", "world new brave hello")]
+
+    stream = report["stream"]
+    assert stream["events"][0] == "metadata" and stream["metadata"]["run_id"] == stream["created"]["run_id"]
+    assert {"values", "updates", "messages"} <= set(stream["events"])
+    tokens = [t for t in stream["tokens"] if t["type"] in ("AIMessageChunk", "ai")]
+    # The scripted model streams word by word: several chunks of one message, from the `respond` node.
+    assert len(tokens) >= 4 and len({t["id"] for t in tokens}) == 1 and {t["node"] for t in tokens} == {"respond"}
+    assert "".join(t["content"] for t in tokens).split() == ["four", "three", "two", "one"]
+    assert [list(update) for update in stream["updates"]] == [["respond"]]
+    # The second run on the thread sees the first one's messages too.
+    assert [m["content"] for m in stream["last_values"]["messages"]] == [
+        "hello brave new world", "world new brave hello", "one two three four", "four three two one"]
+
+    resume = report["resume"]
+    assert resume["final_status"] == "success"
+    ids = [p["id"] for p in resume["whole"]]
+    assert all(ids) and len(set(ids)) == len(ids)
+    # The first join stopped after two ticks; the second picks up right after the last id it had seen.
+    assert [p["id"] for p in resume["rest"]] == ids[ids.index(resume["last_event_id"]) + 1:]
+    assert resume["first"] + resume["rest"] == resume["whole"]
+    ticks = [p["data"]["tick"] for p in resume["whole"] if p["event"] == "custom"]
+    assert ticks == [1, 2, 3, 4, 5]
+    assert resume["whole"][-1]["event"] == "values" and resume["whole"][-1]["data"]["ticks"] == [1, 2, 3, 4, 5]
+
+    cancel = report["cancel"]
+    assert cancel["seen_status"] == "running" and cancel["final_status"] == "interrupted"
+    # Cancelled between two ticks, its last checkpoint still has a next node: "interrupted", as langgraph dev says.
+    assert cancel["thread_status"] == "interrupted"
 
 
 def build_page() -> bytes:
@@ -130,6 +191,8 @@ def slow_run_survives_a_reload(site: UseStreamPage, assistant: str, steps: int =
     thread_id = page.get_by_test_id("thread").text_content()
     run_id = page.evaluate(f"sessionStorage.getItem('lg:stream:{thread_id}')")
     assert run_id, "useStream keeps the running run's id for reconnectOnMount"
+    requests = []
+    page.on("request", lambda request: requests.append(request))
     page.reload()
     # After the reload nothing is submitted: the page rejoins the stored run (joinStream, Last-Event-ID -1).
     assert page.get_by_test_id("thread").text_content() == thread_id
@@ -140,14 +203,21 @@ def slow_run_survives_a_reload(site: UseStreamPage, assistant: str, steps: int =
     ticks = page.get_by_test_id("tick").all_text_contents()
     assert ticks == [f"tick {n}" for n in range(1, steps + 1)]
     assert page.evaluate(f"sessionStorage.getItem('lg:stream:{thread_id}')") is None
+    api_calls = [(r.method, urlsplit(r.url).path.removeprefix(urlsplit(site.api_url).path), r.headers)
+                 for r in requests if r.url.startswith(site.api_url)]
+    joins = [headers.get("last-event-id") for method, path, headers in api_calls
+             if (method, path) == ("GET", f"/threads/{thread_id}/runs/{run_id}/stream")]
+    assert joins == ["-1"] and not [path for method, path, _ in api_calls if method == "POST"]
     runs = site.runs_of(thread_id)
     assert [(run["run_id"], run["status"]) for run in runs] == [(run_id, "success")]
     assert_no_errors(page)
     return page
 
 
-def interrupt_is_shown_and_resumed(site: UseStreamPage, assistant: str, viewport=None):
-    """The asker graph stops on `interrupt()`: the page shows its value, and resuming runs it to completion."""
+def interrupt_is_shown_and_resumed(site: UseStreamPage, assistant: str, viewport=None, on_interrupt=None):
+    """The asker graph stops on `interrupt()`: the page shows its value, and resuming runs it to completion.
+
+    `on_interrupt(page)` is called while the interrupt is on screen (to take a screenshot)."""
     page = site.open(assistant=assistant, mode="asker", viewport=viewport)
     send(page, "Ship it?")
     question = page.get_by_test_id("interrupt-question")
@@ -158,6 +228,8 @@ def interrupt_is_shown_and_resumed(site: UseStreamPage, assistant: str, viewport
     # As on the Agent Server: the run succeeded, its thread waits on the interrupt.
     assert [run["status"] for run in site.runs_of(thread_id)] == ["success"]
     assert site.thread_of(thread_id)["status"] == "interrupted"
+    if on_interrupt is not None:
+        on_interrupt(page)
     page.get_by_test_id("resume").click()
     page.get_by_test_id("answer").wait_for(timeout=60_000)
     wait_idle(page)

@@ -4,9 +4,9 @@ The official `Client` in Node: tests/js/agent_server_client.mjs and what its rep
 (`@langchain/langgraph-sdk/react`) in Chromium: the test page (tests/js/use_stream_page.jsx) and what it must do on
 the test project's chat, slow and asker graphs.
 
-The page is served by the test itself on the API's own origin: Playwright answers the page's two files from
-memory (`page.route`) while every API call goes to the real server. The server has no CORS (a browser page on
-another origin is refused; see chat.access.check_write_origin), so the page must share its origin.
+The page is served by the test itself. On the API's own origin, Playwright answers the page's two files from
+memory (`page.route`) while every API call goes to the real server. On another origin (CORS, see
+agentserver/cors.py), a loopback file server serves them: Chromium lets only a loopback page call a loopback API.
 """
 
 from __future__ import annotations
@@ -14,12 +14,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlencode, urlsplit
 
 import httpx
 import pytest
 
 from tests.chat.test_clients import JS_DIR, js_client_missing
+from tests.support import free_port
 
 PAGE_PATH = "/__use_stream_test__/"
 HTML = """<!doctype html>
@@ -113,24 +116,61 @@ def build_page() -> bytes:
     return (JS_DIR / "dist" / "use_stream_page.js").read_bytes()
 
 
-class UseStreamPage:
-    """Opens the test page on `origin` (which must be the API's origin) for one graph."""
+def page_files(bundle: bytes) -> dict[str, tuple[str, bytes]]:
+    """The page's files by their name under PAGE_PATH: (content type, body)."""
+    return {"": ("text/html", HTML.encode()), "use_stream_page.js": ("text/javascript", bundle)}
 
-    def __init__(self, new_page, bundle: bytes, *, api_url: str, api_key: str, origin: str | None = None):
+
+class PageServer:
+    """The page's files on http://localhost:<free port> (another origin than the API's 127.0.0.1), in a thread."""
+
+    def __init__(self, bundle: bytes):
+        self.bundle = bundle
+        files = page_files(bundle)
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                found = files.get(urlsplit(self.path).path.removeprefix(PAGE_PATH))
+                if found is None:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", found[0])
+                self.send_header("Content-Length", str(len(found[1])))
+                self.end_headers()
+                self.wfile.write(found[1])
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.origin = f"http://localhost:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, name="use-stream-page", daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class UseStreamPage:
+    """Opens the test page for one graph: on the API's origin, or on `page_server`'s origin when given."""
+
+    def __init__(self, new_page, bundle: bytes, *, api_url: str, api_key: str, page_server: PageServer | None = None):
         self.new_page, self.bundle, self.api_url, self.api_key = new_page, bundle, api_url, api_key
         parts = urlsplit(api_url)
-        self.origin = origin or f"{parts.scheme}://{parts.netloc}"
+        self.page_server = page_server
+        self.origin = page_server.origin if page_server else f"{parts.scheme}://{parts.netloc}"
 
     def open(self, *, assistant: str, mode: str, viewport=None):
         page = self.new_page(viewport=viewport)
-        files = {"": ("text/html", HTML.encode()), "use_stream_page.js": ("text/javascript", self.bundle)}
+        if self.page_server is None:
+            files = page_files(self.bundle)
 
-        def serve(route):
-            name = urlsplit(route.request.url).path.removeprefix(PAGE_PATH)
-            content_type, body = files[name]
-            route.fulfill(status=200, content_type=content_type, body=body)
+            def serve(route):
+                content_type, body = files[urlsplit(route.request.url).path.removeprefix(PAGE_PATH)]
+                route.fulfill(status=200, content_type=content_type, body=body)
 
-        page.route(f"{self.origin}{PAGE_PATH}*", serve)
+            page.route(f"{self.origin}{PAGE_PATH}*", serve)
         query = urlencode({"apiUrl": self.api_url, "apiKey": self.api_key, "assistant": assistant, "mode": mode})
         page.goto(f"{self.origin}{PAGE_PATH}?{query}")
         page.get_by_test_id("send").wait_for()

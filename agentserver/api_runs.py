@@ -252,8 +252,10 @@ class RunJoinStreamApi(AgentServerApi):
                    operation_id="stream_run_http_threads__thread_id__runs__run_id__join_get")
     def get(self, request, thread_id: str, run_id: str):
         run = runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
+        last_event_id = request.headers.get("Last-Event-ID")
         try:
-            since = cursor_from_last_event_id(request.headers.get("Last-Event-ID"))
+            # "-1" is what the JS SDK's useStream sends to rejoin a run from its start (reconnectOnMount).
+            since = run.start_seq if (last_event_id or "").strip() == "-1" else cursor_from_last_event_id(last_event_id)
         except ValueError as exc:
             raise RequestValidationError.single(["header", "Last-Event-ID"], str(exc)) from None
         if since is None:

@@ -15,6 +15,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agentserver import cors
 from agentserver.graphs import served_graph_ids
 from agentserver.selectors import system_assistant_id
 from agentserver.state import InvalidStateRequest
@@ -91,12 +92,26 @@ class AgentServerApi(APIView):
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
+        if cors.is_preflight(request):
+            return
         if "thread_id" in kwargs and (problem := thread_id_problem(request, kwargs["thread_id"])):
             raise RequestValidationError.single(["path", "thread_id"], problem)
         headers = {name.lower(): value for name, value in request.headers.items()}
         self.caller = resolve_caller(headers, request.META.get("REMOTE_ADDR", ""))
-        if self.writes and request.method not in ("GET", "HEAD"):
+        # A CORS origin may write with an API key (or anonymously where allowed), never with the user's cookies.
+        cross_origin_ok = not self.caller.via_cookie and cors.origin_allowed(headers.get("origin"))
+        if self.writes and request.method not in ("GET", "HEAD") and not cross_origin_ok:
             check_write_origin(self.caller, headers)
+
+    def options(self, request, *args, **kwargs):
+        if cors.is_preflight(request):
+            return Response(status=204)
+        return super().options(request, *args, **kwargs)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        cors.add_headers(request, response)
+        return response
 
     def parse(self, serializer_class, data=None) -> dict:
         serializer = serializer_class(data=self.request.data if data is None else data)

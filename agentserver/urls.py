@@ -8,7 +8,24 @@ from __future__ import annotations
 from django.urls import path
 
 from agentserver import api, api_docs, api_runs, api_threads
-from core.views import method_routes
+from agentserver.cors import is_preflight
+from core.views import method_routes as base_method_routes
+
+
+def method_routes(**views):
+    """core.views.method_routes, plus CORS preflights (OPTIONS) answered by the path's first view."""
+    dispatch = base_method_routes(**views)
+    preflight = next(iter(views.values())).as_view()
+
+    def route(request, *args, **kwargs):
+        if is_preflight(request):
+            return preflight(request, *args, **kwargs)
+        return dispatch(request, *args, **kwargs)
+
+    route.csrf_exempt = True
+    route.method_callbacks = dispatch.method_callbacks
+    return route
+
 
 A = "assistants/<str:assistant_id>"
 T = "threads/<str:thread_id>"

@@ -398,6 +398,9 @@ CHAT_REPLAY_SCOPE = env_str("CHAT_REPLAY_SCOPE", "thread")
 CHAT_STORE_POLL_SECONDS = float(env_str("CHAT_STORE_POLL_SECONDS", "1.0" if REDIS_URL else "0.1"))
 CHAT_RUN_HEARTBEAT_SECONDS = float(env_str("CHAT_RUN_HEARTBEAT_SECONDS", "2"))
 CHAT_RUN_STALE_SECONDS = env_int("CHAT_RUN_STALE_SECONDS", 30)
+# Origins whose browser pages may call the Agent Server API (agentserver/cors.py): comma-separated, "*" for any;
+# empty (the default) answers no CORS. Never with credentials: cookies stay same-site.
+AGENT_SERVER_CORS_ALLOW_ORIGINS = env_list("AGENT_SERVER_CORS_ALLOW_ORIGINS")
 CHAT_SWEEP_SECONDS = env_int("CHAT_SWEEP_SECONDS", 10)
 # Where runs execute: "web" (every server process runs an executor: the embedded default) or "worker" (only
 # run_worker processes do; web processes accept and stream). chat/run_queue.py.

@@ -184,6 +184,8 @@ def test_joining_a_resumable_runs_stream_replays_it_and_resumes_after_the_last_e
                 .order_by("seq").values_list("seq", flat=True))
     rest = sdk(collect(client.runs.join_stream(thread["thread_id"], run["run_id"], last_event_id=str(seqs[2]))))
     assert rest == whole[3:]
+    # "-1" (what the JS SDK's useStream sends to rejoin after a reload) replays the run from its start.
+    assert sdk(collect(client.runs.join_stream(thread["thread_id"], run["run_id"], last_event_id="-1"))) == whole
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
@@ -105,8 +106,11 @@ slow_builder.add_conditional_edges("tick", more)
 slow_graph = slow_builder.compile(name="slow")
 
 
-def _scripted_model():
-    """A chat model that streams, word by word, the words of the last human message in reverse (no network)."""
+def _scripted_model(token_delay: float = 0.0):
+    """A chat model that streams, word by word, the words of the last human message in reverse (no network),
+    waiting `token_delay` seconds after each token (so that a browser can show the text growing)."""
+    import time
+
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage
 
@@ -114,7 +118,9 @@ def _scripted_model():
         def _stream(self, messages, stop=None, run_manager=None, **kwargs):
             text = " ".join(reversed(str(messages[-1].content).split())) or "nothing"
             self.messages = iter([AIMessage(content=text, id=f"reply-{len(messages)}")])
-            return super()._stream(messages, stop=stop, run_manager=run_manager, **kwargs)
+            for chunk in super()._stream(messages, stop=stop, run_manager=run_manager, **kwargs):
+                yield chunk
+                time.sleep(token_delay)
 
         def _generate(self, messages, stop=None, run_manager=None, **kwargs):
             text = " ".join(reversed(str(messages[-1].content).split())) or "nothing"
@@ -128,8 +134,9 @@ class ChatState(TypedDict, total=False):
     messages: Annotated[list, add_messages]
 
 
-def respond(state: ChatState) -> ChatState:
-    return {"messages": [_scripted_model().invoke(state["messages"])]}
+def respond(state: ChatState, config: RunnableConfig) -> ChatState:
+    delay = float((config.get("configurable") or {}).get("token_delay") or 0)
+    return {"messages": [_scripted_model(delay).invoke(state["messages"])]}
 
 
 chat_builder = StateGraph(ChatState)

@@ -1,0 +1,30 @@
+"""The official JS SDK's `Client` (`@langchain/langgraph-sdk` 1.9.24 in Node, its default Agent Server mode) against
+the service's own /api: create and join, stream modes, join with Last-Event-ID resume, cancel.
+
+The same script runs against a deployed revision in tests/deployments/test_live_js_clients.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from chat.models import ChatRun
+from tests.agentserver.js_support import assert_report, run_agent_server_script
+from tests.chat.chat_support import live_chat_server
+
+pytestmark = [pytest.mark.live, pytest.mark.node, pytest.mark.no_postgres_pass]
+PROJECT_GRAPHS = "./tests/agentserver/project/graphs.py"
+chat_server = live_chat_server(CHAT_GRAPH=f"{PROJECT_GRAPHS}:chat_graph", CHAT_ALLOW_ANONYMOUS="false")
+slow_server = live_chat_server(CHAT_GRAPH=f"{PROJECT_GRAPHS}:slow_graph", CHAT_ALLOW_ANONYMOUS="false")
+
+
+@pytest.fixture
+def api_key(transactional_db, make_client, workspace):
+    return make_client(workspace, permissions=["chat:use"]).raw_key
+
+
+def test_the_official_js_client_creates_joins_streams_resumes_and_cancels_runs(chat_server, slow_server, api_key):
+    report = run_agent_server_script(chat=(f"{chat_server.url}/api", "agent"), slow=(f"{slow_server.url}/api", "agent"),
+                                     api_key=api_key)
+    assert_report(report)
+    assert ChatRun.objects.get(pk=report["cancel"]["run_id"]).cancel_requested_at is not None

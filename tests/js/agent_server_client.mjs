@@ -1,0 +1,122 @@
+// Drives our Agent Server API with LangChain's official JS client (@langchain/langgraph-sdk 1.9.24) in its default
+// mode: `new Client({apiUrl, apiKey})`, no custom transport. Prints one JSON report on stdout (the last line);
+// tests/agentserver/test_js_client.py and tests/deployments/test_live_js_clients.py run it; tests/agentserver/
+// js_support.py asserts on the report.
+//
+//   CHAT_API_URL=... CHAT_ASSISTANT=agent SLOW_API_URL=... SLOW_ASSISTANT=agent [AS_API_KEY=...] \
+//     node agent_server_client.mjs
+//
+// CHAT_* serves the test project's `chat` graph (a streaming model that answers the words reversed), SLOW_* its
+// `slow` graph (ticks with custom events). Both may be the same server (a deployment serves every graph).
+import { Client } from "@langchain/langgraph-sdk";
+
+const apiKey = process.env.AS_API_KEY || undefined;
+const chat = { client: new Client({ apiUrl: process.env.CHAT_API_URL, apiKey }), assistant: process.env.CHAT_ASSISTANT };
+const slow = { client: new Client({ apiUrl: process.env.SLOW_API_URL, apiKey }), assistant: process.env.SLOW_ASSISTANT };
+const report = {};
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const human = (content) => ({ messages: [{ type: "human", content }] });
+const describe = (m) => ({ type: m.type, content: m.content, id: m.id });
+
+async function waitFor(what, predicate, timeoutMs = 30000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const value = await predicate();
+    if (value) return value;
+    await sleep(50);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+// A background run, then join: the final values.
+async function createAndJoin() {
+  const thread = await chat.client.threads.create({ metadata: { via: "js-sdk" } });
+  const run = await chat.client.runs.create(thread.thread_id, chat.assistant, { input: human("hello brave new world") });
+  const values = await chat.client.runs.join(thread.thread_id, run.run_id);
+  const done = await chat.client.runs.get(thread.thread_id, run.run_id);
+  report.join = {
+    thread_id: thread.thread_id, thread_metadata: thread.metadata, run_id: run.run_id,
+    created_status: run.status, final_status: done.status, messages: values.messages.map(describe),
+  };
+  return thread;
+}
+
+// A streamed run on the same thread with three stream modes: every part's event, and the message tokens.
+async function streamModes(thread) {
+  const parts = [];
+  let created;
+  for await (const part of chat.client.runs.stream(thread.thread_id, chat.assistant, {
+    input: human("one two three four"),
+    streamMode: ["values", "updates", "messages-tuple"],
+    onRunCreated: (meta) => { created = meta; },
+  })) {
+    parts.push({ event: part.event, data: part.data });
+  }
+  const tokens = parts.filter((p) => p.event === "messages").map((p) => ({
+    type: p.data[0].type, content: p.data[0].content, id: p.data[0].id, node: p.data[1]?.langgraph_node,
+  }));
+  report.stream = {
+    created,
+    events: parts.map((p) => p.event),
+    metadata: parts[0].data,
+    tokens,
+    updates: parts.filter((p) => p.event === "updates").map((p) => p.data),
+    last_values: parts.filter((p) => p.event === "values").at(-1)?.data,
+  };
+}
+
+// A resumable slow run, joined twice: once from the start until two ticks arrived (then dropped), once after the
+// last event id seen.
+async function resumeAfterLastEventId() {
+  const thread = await slow.client.threads.create();
+  const run = await slow.client.runs.create(thread.thread_id, slow.assistant, {
+    input: { steps: 5, delay: 0.4 }, streamResumable: true, streamMode: ["values", "custom"],
+  });
+  const first = [];
+  const controller = new AbortController();
+  for await (const part of slow.client.runs.joinStream(thread.thread_id, run.run_id, {
+    lastEventId: "-1", signal: controller.signal,
+  })) {
+    first.push({ id: part.id, event: part.event, data: part.data });
+    if (first.filter((p) => p.event === "custom").length === 2) break;
+  }
+  controller.abort();
+  const lastEventId = first.at(-1).id;
+  const rest = [];
+  for await (const part of slow.client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId })) {
+    rest.push({ id: part.id, event: part.event, data: part.data });
+  }
+  const whole = [];
+  for await (const part of slow.client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: "-1" })) {
+    whole.push({ id: part.id, event: part.event, data: part.data });
+  }
+  const done = await slow.client.runs.get(thread.thread_id, run.run_id);
+  report.resume = { run_id: run.run_id, last_event_id: lastEventId, first, rest, whole, final_status: done.status };
+}
+
+// A long run cancelled while it runs (wait=true): the run ends interrupted and join returns.
+async function cancelMidRun() {
+  const thread = await slow.client.threads.create();
+  const run = await slow.client.runs.create(thread.thread_id, slow.assistant, { input: { steps: 100, delay: 0.2 } });
+  const running = await waitFor("the run to start", async () => {
+    const found = await slow.client.runs.get(thread.thread_id, run.run_id);
+    return found.status === "running" && found;
+  });
+  await slow.client.runs.cancel(thread.thread_id, run.run_id, true);
+  await slow.client.runs.join(thread.thread_id, run.run_id);
+  const done = await slow.client.runs.get(thread.thread_id, run.run_id);
+  const state = await slow.client.threads.get(thread.thread_id);
+  report.cancel = { run_id: run.run_id, seen_status: running.status, final_status: done.status,
+                    thread_status: state.status };
+}
+
+try {
+  const thread = await createAndJoin();
+  await streamModes(thread);
+  await resumeAfterLastEventId();
+  await cancelMidRun();
+} catch (error) {
+  report.failure = `${error?.stack || error}`;
+}
+console.log(JSON.stringify(report));

@@ -144,7 +144,8 @@ def test_link_previews_and_head_requests_do_not_bind_the_flow(flows, browser, oa
     assert flows.start(browser, auth_id).startswith(oauth_server.authorize_url + "?")
 
 
-@pytest.mark.parametrize("auth_id", ["not-a-uuid", str(uuid.uuid4())])
+# Fixed ids: pytest-xdist needs the same test ids in every process.
+@pytest.mark.parametrize("auth_id", ["not-a-uuid", "5d7e9a1c-3b2f-4e6d-8c0a-9f1e2d3c4b5a"])
 def test_the_start_page_for_an_unknown_flow_shows_an_error(browser, auth_id):
     assert frontend_page(browser.get(f"/v2/auth/start/{auth_id}")) == {"status": "error", "error": "flow_not_found"}
 

@@ -39,7 +39,8 @@ def test_wait_with_an_invalid_timeout_is_422(api_client, timeout):
     assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["query", "timeout"]
 
 
-@pytest.mark.parametrize("auth_id", [str(uuid.uuid4()), "not-a-uuid"])
+# Fixed ids: pytest-xdist needs the same test ids in every process.
+@pytest.mark.parametrize("auth_id", ["5d7e9a1c-3b2f-4e6d-8c0a-9f1e2d3c4b5a", "not-a-uuid"])
 def test_wait_for_an_unknown_auth_id_is_not_found(api_client, auth_id):
     assert api_client.get(f"/v2/auth/wait/{auth_id}").json() == {"status": "not_found", "token": None}
 

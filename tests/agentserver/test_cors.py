@@ -3,8 +3,6 @@ API keys only; nothing for other origins, other routes, or when the setting is e
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client as DjangoClient
@@ -28,8 +26,11 @@ def preflight(client, path: str, origin: str = APP, method: str = "POST"):
                           HTTP_ACCESS_CONTROL_REQUEST_HEADERS="content-type,x-api-key")
 
 
-@pytest.mark.parametrize("path", ["/api/threads", f"/api/threads/{uuid.uuid4()}", f"/api/threads/{uuid.uuid4()}/state",
-                                  f"/api/threads/{uuid.uuid4()}/runs/stream", "/api/assistants/search"])
+# A fixed thread id: pytest-xdist needs the same test ids in every process.
+T = "/api/threads/0c9b6f3e-6a55-4b7e-9a39-1d2f3a4b5c6d"
+
+
+@pytest.mark.parametrize("path", ["/api/threads", T, f"{T}/state", f"{T}/runs/stream", "/api/assistants/search"])
 def test_a_listed_origins_preflight_is_answered_on_agent_server_routes(client, cors, path):
     answer = preflight(client, path)
     assert answer.status_code == 204
@@ -45,7 +46,7 @@ def test_a_listed_origin_writes_with_an_api_key_and_reads_the_exposed_headers(cl
     assert created["Access-Control-Allow-Origin"] == APP
     assert "Content-Location" in created["Access-Control-Expose-Headers"]
     # Errors carry the headers too, so that the page can read them.
-    missing = client.get(f"/api/threads/{uuid.uuid4()}", HTTP_ORIGIN=APP, HTTP_X_API_KEY=key)
+    missing = client.get("/api/threads/0c9b6f3e-6a55-4b7e-9a39-1d2f3a4b5c6d", HTTP_ORIGIN=APP, HTTP_X_API_KEY=key)
     assert missing.status_code == 404 and missing["Access-Control-Allow-Origin"] == APP
 
 

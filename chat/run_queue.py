@@ -47,15 +47,18 @@ def run_claim_next() -> ChatRun | None:
         if run.thread_id in seen:
             continue  # a thread's runs execute in the order they were created
         seen.add(run.thread_id)
+        claim = {"status": ChatRun.Status.RUNNING, "worker": processes.identity(),
+                 "worker_instance": processes.instance(), "heartbeat_at": timezone.now(),
+                 "updated_at": timezone.now()}
         try:
             with transaction.atomic():
-                claimed = ChatRun.objects.filter(pk=run.pk, status=ChatRun.Status.PENDING).update(
-                    status=ChatRun.Status.RUNNING, worker=processes.identity(),
-                    worker_instance=processes.instance(), heartbeat_at=timezone.now(), updated_at=timezone.now())
+                claimed = ChatRun.objects.filter(pk=run.pk, status=ChatRun.Status.PENDING).update(**claim)
         except IntegrityError:
             continue  # another process started a run on this thread meanwhile
         if claimed:
-            run.refresh_from_db()
+            # The row was pending until this update, so it is the candidate read plus what was just written.
+            for name, value in claim.items():
+                setattr(run, name, value)
             return run
     return None
 

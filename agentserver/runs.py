@@ -110,7 +110,6 @@ def run_result(*, run: ChatRun) -> dict[str, Any]:
 
 # --- Creation -------------------------------------------------------------------------------------------------
 def _assistant_for(*, caller: Caller, raw: str) -> Assistant:
-    assistants_ensure_system(caller=caller)
     if raw in selectors.served_graph_ids():
         key = selectors.system_assistant_id(raw)
     else:
@@ -121,6 +120,11 @@ def _assistant_for(*, caller: Caller, raw: str) -> Assistant:
             raise RequestValidationError.single(
                 ["body", "assistant_id"], f"Invalid assistant: '{raw}'. Must be either:\n- A valid assistant UUID, "
                                           f"or\n- One of the registered graphs: {graphs}") from None
+    try:
+        return selectors.assistant_get(caller=caller, assistant_id=key)
+    except NotFound:
+        # Only a miss needs the system assistants ensured: every run would otherwise pay a query for it.
+        assistants_ensure_system(caller=caller)
     return selectors.assistant_get(caller=caller, assistant_id=key)
 
 
@@ -295,7 +299,9 @@ def run_finish_temporary(*, run: ChatRun) -> None:
     """After a stateless run with `on_completion: delete` ended: delete its thread."""
     if not (run.kwargs or {}).get("temporary"):
         return
-    thread = ChatThread.objects.filter(pk=run.thread_id).first()
-    if thread is not None:
-        get_checkpointer().delete_thread(thread.id)
-        chat_services.thread_delete(thread=thread)
+    # One write transaction, not one per table: on SQLite every transaction queues for the single write lock.
+    with transaction.atomic():
+        thread = ChatThread.objects.filter(pk=run.thread_id).first()
+        if thread is not None:
+            get_checkpointer().delete_thread(thread.id)
+            chat_services.thread_delete(thread=thread)

@@ -39,29 +39,31 @@ def run_claim_next() -> ChatRun | None:
     """Mark the oldest claimable pending run running for this process and return it (None: nothing to claim)."""
     now = timezone.now()
     busy = ChatRun.objects.filter(status=ChatRun.Status.RUNNING).values("thread_id")
+    # Only ids: the executor looks for work after every queued and every ended run, and most looks find runs it
+    # cannot take; decoding their JSON columns each time would cost more than the claim.
     candidates = (ChatRun.objects.filter(status=ChatRun.Status.PENDING)
                   .filter(Q(available_at__isnull=True) | Q(available_at__lte=now))
-                  .exclude(thread_id__in=busy).order_by("created_at")[:CLAIM_CANDIDATES])
+                  .exclude(thread_id__in=busy).order_by("created_at").values_list("pk", "thread_id", "created_at")
+                  [:CLAIM_CANDIDATES])
     seen: set[str] = set()
-    for run in candidates:
-        if run.thread_id in seen:
+    for run_id, thread_id, created_at in candidates:
+        if thread_id in seen:
             continue
-        seen.add(run.thread_id)
+        seen.add(thread_id)
         # A thread's runs execute in the order they were created: an older run waiting for its after_seconds holds
         # back the ones queued behind it.
-        if ChatRun.objects.filter(thread_id=run.thread_id, status=ChatRun.Status.PENDING,
-                                  created_at__lt=run.created_at).exists():
+        if ChatRun.objects.filter(thread_id=thread_id, status=ChatRun.Status.PENDING,
+                                  created_at__lt=created_at).exists():
             continue
         try:
             with transaction.atomic():
-                claimed = ChatRun.objects.filter(pk=run.pk, status=ChatRun.Status.PENDING).update(
+                claimed = ChatRun.objects.filter(pk=run_id, status=ChatRun.Status.PENDING).update(
                     status=ChatRun.Status.RUNNING, worker=processes.identity(),
                     worker_instance=processes.instance(), heartbeat_at=timezone.now(), updated_at=timezone.now())
         except IntegrityError:
             continue  # another process started a run on this thread meanwhile
         if claimed:
-            run.refresh_from_db()
-            return run
+            return ChatRun.objects.get(pk=run_id)
     return None
 
 

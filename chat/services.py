@@ -149,12 +149,12 @@ def thread_rename(*, thread: ChatThread, title: object) -> ChatThread:
     return thread
 
 
+@transaction.atomic
 def thread_delete(*, thread: ChatThread) -> None:
     """Remove the thread's runs and event log (its checkpoints are the checkpointer's to delete)."""
     ChatRun.objects.filter(thread=thread, status=ChatRun.Status.RUNNING).update(
         cancel_requested_at=timezone.now())
-    ChatEvent.objects.filter(thread=thread).delete()
-    ChatRun.objects.filter(thread=thread).delete()
+    # The cascade deletes the runs and the events (by thread and by run) in bulk, in this one transaction.
     thread.delete()
 
 
@@ -395,13 +395,21 @@ def events_append(*, thread_id: str, run_id, events: Sequence[WireEvent], active
     return stored
 
 
-@transaction.atomic
 def events_enforce_retention(*, thread_id: str, keep: int | None = None) -> int:
     """Keep at most `keep` events (CHAT_EVENT_RETENTION) by dropping whole runs, oldest first; events dropped.
 
     The newest run is never dropped, even alone above the limit: a run in progress must stay replayable.
     """
     keep = settings.CHAT_EVENT_RETENTION if keep is None else keep
+    # Counted outside a transaction first: after almost every run nothing is due, and on SQLite a transaction
+    # would queue for the write lock just to count.
+    if ChatEvent.objects.filter(thread_id=thread_id).count() <= keep:
+        return 0
+    return _events_drop_oldest_runs(thread_id=thread_id, keep=keep)
+
+
+@transaction.atomic
+def _events_drop_oldest_runs(*, thread_id: str, keep: int) -> int:
     total = ChatEvent.objects.filter(thread_id=thread_id).count()
     if total <= keep:
         return 0

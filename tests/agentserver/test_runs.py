@@ -13,7 +13,7 @@ import orjson
 import pytest
 from langgraph_sdk import get_client
 
-from chat.models import ChatRun, ChatThread
+from chat.models import ChatEvent, ChatRun, ChatThread, Checkpoint, CheckpointBlob, CheckpointWrite
 from tests.agentserver.sdk_support import NESTED_SPEC
 from tests.chat.chat_support import live_chat_server
 
@@ -101,6 +101,17 @@ def test_a_stateless_run_deletes_its_thread_unless_kept(sdk):
     kept = sdk(client.runs.wait(None, "agent", input={"steps": []}, on_completion="keep"))
     assert kept["steps"] == ["outer", "outer", "inner"]
     assert ChatThread.objects.filter(runs__kind="agent_server").count() == 1
+
+
+def test_a_stateless_run_leaves_no_thread_run_event_or_checkpoint_behind(sdk):
+    client = sdk.client
+    kept = sdk(client.threads.create())
+    result = sdk(client.runs.wait(None, "agent", input={"steps": []}))
+    assert result["steps"] == ["outer", "outer", "inner"]
+    assert list(ChatThread.objects.values_list("id", flat=True)) == [kept["thread_id"]]
+    assert not ChatRun.objects.exists() and not ChatEvent.objects.exists()
+    for model in (Checkpoint, CheckpointBlob, CheckpointWrite):
+        assert not model.objects.exists(), model.__name__
 
 
 def test_unknown_assistants_threads_runs_and_stream_modes_are_refused_in_the_agent_servers_shapes(sdk, server, key):

@@ -18,7 +18,8 @@ def api_key_authenticate(*, raw_key: str) -> ApiKey | None:
 
     parts = raw_key.split("_", 2)
     prefix = parts[1] if len(parts) == 3 and parts[0] == KEY_PREFIX else ""
-    api_key = ApiKey.objects.filter(prefix=prefix).first() if prefix else None
+    # `prefix` is unique: a plain LIMIT 1, without the ORDER BY (and its query clone) that first() adds.
+    api_key = next(iter(ApiKey.objects.filter(prefix=prefix)[:1]), None) if prefix else None
     # Compare even when nothing was found, so timing does not tell which prefixes exist.
     matches = constant_time_compare(hash_key(raw_key), api_key.hashed_key if api_key else _DUMMY_HASH)
     if api_key is None or not matches or not api_key.is_usable:

@@ -6,7 +6,8 @@ Ours: `POST /api/v1/bulk-exports/destinations` through the whole Django stack in
 auth, throttling, serializer validation, egress guard, S3 client factory with pinned connections,
 PutObject + HeadObject + DeleteObject, encrypting and storing the credential version).
 Peer: a bare boto3 script doing the same test write: build a client, put, head, delete.
-Both run interleaved in one process against the same moto server; medians and the ratio are printed.
+Both run interleaved in one process against the same moto server; medians, their ratio and the median of the
+per-round ratios are printed.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ def main() -> None:
 
     django.setup()
     import logging
+
+    from django.conf import settings
+
+    settings.DEBUG = False  # as in production (and bench/ingest.py): no per-query debug logging
 
     from django.core.management import call_command
     from rest_framework.test import APIClient
@@ -101,10 +106,13 @@ def main() -> None:
 
     ours_median = statistics.median(timings["ours"]) * 1000
     peer_median = statistics.median(timings["peer"]) * 1000
+    # Each round runs both back to back, so a round's ratio shares the machine's load of that moment.
+    paired = statistics.median(o / p for o, p in zip(timings["ours"], timings["peer"], strict=True))
     print(f"iterations: {args.iterations} each, interleaved, after {args.warmup} warm-up rounds")
     print(f"ours  POST /api/v1/bulk-exports/destinations   median {ours_median:7.2f} ms")
     print(f"peer  bare boto3 client + put + head + delete   median {peer_median:7.2f} ms")
-    print(f"ratio ours/peer: {ours_median / peer_median:.2f}x (target <= 1.5x)")
+    print(f"ratio ours/peer: {ours_median / peer_median:.2f}x of the medians, {paired:.2f}x median of the per-round "
+          "ratios (target <= 1.2x)")
 
 
 if __name__ == "__main__":

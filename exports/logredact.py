@@ -75,10 +75,17 @@ class RedactCredentials(logging.Filter):
 _PREFIXES = ("botocore", "boto3", "s3transfer", "urllib3")
 
 
+_loggers_seen = [-1]
+
+
 def install() -> None:
     """Attach the filter to the S3 client loggers (idempotent; the app's ready() and the factory call it)."""
-    existing = [name for name in list(logging.root.manager.loggerDict) if name.split(".")[0] in _PREFIXES]
+    known = logging.root.manager.loggerDict
+    if len(known) == _loggers_seen[0]:
+        return  # no logger was created since the last pass (loggers are never removed)
+    existing = [name for name in list(known) if name.split(".")[0] in _PREFIXES]
     for name in {*LOGGERS, *existing}:
         logger = logging.getLogger(name)
         if not any(isinstance(f, RedactCredentials) for f in logger.filters):
             logger.addFilter(RedactCredentials())
+    _loggers_seen[0] = len(known)  # after the pass: getLogger above may have created some

@@ -45,15 +45,15 @@ def destination_create(*, workspace: Workspace, display_name: str, config: dict,
     destination_id, version_id = uuid.uuid4(), uuid.uuid4()
     now = timezone.now()
     with transaction.atomic():
+        # The destination points at its first version before that row exists: both foreign keys are
+        # checked at commit (Django creates them DEFERRABLE INITIALLY DEFERRED), which saves an UPDATE.
         destination = Destination.objects.create(
             id=destination_id, workspace=workspace, destination_type=destination_type, display_name=display_name,
             config=config, credentials_keys=creds.keys() if creds else [], last_validated_at=now,
-            credentials_revision=1 if creds else 0,
+            credentials_revision=1 if creds else 0, current_credentials_id=version_id if creds else None,
         )
         if creds:
-            version = _version_create(destination=destination, version_id=version_id, number=1, credentials=creds)
-            destination.current_credentials = version
-            destination.save(update_fields=["current_credentials", "updated_at"])
+            _version_create(destination=destination, version_id=version_id, number=1, credentials=creds)
     log.info("Destination %s created in workspace %s", destination.id, workspace.id)
     return destination
 

@@ -3,7 +3,8 @@
 Every client it builds:
 - connects only to egress-checked addresses: the check runs when a connection is opened, on the
   final host (the bucket's host under virtual addressing), and the socket goes to the address
-  that was checked, so a DNS answer that changes in between (rebinding) reaches nothing;
+  that was checked, so a DNS answer that changes in between (rebinding) reaches nothing; idle
+  connections are shared by the process's clients and checked again each time one is reused;
 - has bounded timeouts, botocore's standard retry mode (auth and permission errors are never
   retried), no redirect following (botocore's S3 region redirector is switched off: it re-sends
   to wherever an error points and recurses on HTML servers), a capped response size;
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
+import os
 import threading
 import time
 import uuid
@@ -175,16 +178,49 @@ class PinnedHTTPSConnection(_PinnedConnectionMixin, AWSHTTPSConnection):
     pass
 
 
-class PinnedHTTPConnectionPool(AWSHTTPConnectionPool):
+class _RecheckingPoolMixin:
+    """Every request is checked: a new connection when it connects, an idle one when it is taken again."""
+
+    def _get_conn(self, timeout=None):
+        conn = super()._get_conn(timeout)
+        if conn.sock is None:
+            return conn  # not connected yet: _new_conn checks the host and pins the address
+        try:
+            addresses = egress.check_host(conn._dns_host)
+        except egress.EgressDenied:
+            conn.close()
+            self._put_conn(conn)
+            raise
+        if _peer_address(conn.sock) not in addresses:
+            # Opened for an earlier DNS answer: connect again, to an address of the current one.
+            conn.close()
+        return conn
+
+
+def _peer_address(sock) -> str | None:
+    try:
+        return str(ipaddress.ip_address(sock.getpeername()[0].split("%", 1)[0]))
+    except (OSError, ValueError):
+        return None
+
+
+class PinnedHTTPConnectionPool(_RecheckingPoolMixin, AWSHTTPConnectionPool):
     ConnectionCls = PinnedHTTPConnection
 
 
-class PinnedHTTPSConnectionPool(AWSHTTPSConnectionPool):
+class PinnedHTTPSConnectionPool(_RecheckingPoolMixin, AWSHTTPSConnectionPool):
     ConnectionCls = PinnedHTTPSConnection
 
 
 class PinnedURLLib3Session(URLLib3Session):
-    """botocore's HTTP session with egress-checked, pinned connections."""
+    """botocore's HTTP session with egress-checked, pinned connections.
+
+    The factory shares one per process and connection settings (`_shared_session`): validations and
+    exports to the same host reuse idle connections instead of opening one per client. That is safe
+    because a reused connection is checked again each time it is taken (the pools above): a host
+    that now resolves to a refused address is refused, and a connection to an address that is no
+    longer in the host's answer is replaced.
+    """
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -204,10 +240,21 @@ class PinnedURLLib3Session(URLLib3Session):
             raise
 
 
+class _SharedPinnedURLLib3Session(PinnedURLLib3Session):
+    """The process-wide session: a client's close() leaves the shared idle connections open."""
+
+    def close(self):
+        pass
+
+    def close_connections(self) -> None:
+        super().close()
+
+
 # --- the factory --------------------------------------------------------------------------------
 
 _session_lock = threading.Lock()
 _session: botocore.session.Session | None = None
+_http_sessions: dict[tuple, _SharedPinnedURLLib3Session] = {}
 
 
 def _botocore_session() -> botocore.session.Session:
@@ -224,7 +271,8 @@ def s3_client(config: S3Config | dict, credentials: S3Credentials | dict | None,
     """Build the S3 client for a destination (see the module docstring for what it guarantees).
 
     `max_attempts` counts every attempt (first try included). The endpoint's host is checked here
-    already (a DNS lookup, no connection), and again on every connection the client opens.
+    already (a DNS lookup, no connection), and again for every request: when it opens a connection or
+    reuses an idle one.
     Raises EgressDenied when the endpoint is refused and BadRequest when the destination has no
     credentials and ambient ones are not allowed.
     """
@@ -286,11 +334,30 @@ def _s3_options(config: S3Config) -> dict:
 def _pin_connections(client, connect_timeout: float, read_timeout: float, max_pool_connections: int) -> None:
     endpoint = client._endpoint
     original = endpoint.http_session
-    endpoint.http_session = PinnedURLLib3Session(
-        verify=original._verify, timeout=(connect_timeout, read_timeout),
-        max_pool_connections=max_pool_connections, socket_options=original._socket_options,
-    )
+    endpoint.http_session = _shared_session(original._verify, (connect_timeout, read_timeout), max_pool_connections,
+                                            original._socket_options)
     original.close()
+
+
+def _shared_session(verify, timeout: tuple[float, float], max_pool_connections: int,
+                    socket_options) -> _SharedPinnedURLLib3Session:
+    # Per process id too: a forked child must not write to its parent's sockets.
+    key = (os.getpid(), verify, timeout, max_pool_connections, tuple(socket_options or ()))
+    with _session_lock:
+        session = _http_sessions.get(key)
+        if session is None:
+            session = _http_sessions[key] = _SharedPinnedURLLib3Session(
+                verify=verify, timeout=timeout, max_pool_connections=max_pool_connections,
+                socket_options=socket_options)
+        return session
+
+
+def close_idle_connections() -> None:
+    """Close every idle connection the shared sessions keep (they reopen, checked, on the next request)."""
+    with _session_lock:
+        sessions = list(_http_sessions.values())
+    for session in sessions:
+        session.close_connections()
 
 
 def _disable_region_redirects(client) -> None:

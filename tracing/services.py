@@ -156,7 +156,11 @@ def _projects_for(workspace: Workspace, ops: list[RunOp], default_project: str, 
 
 
 def _existing_runs(run_ids: list[uuid.UUID]) -> dict[uuid.UUID, Run]:
-    runs = Run.objects.filter(id__in=run_ids)
+    # Most runs of a batch are new: a plain id query first, model instances only for the runs it finds.
+    stored = storage.existing_run_ids(run_ids)
+    if not stored:
+        return {}
+    runs = Run.objects.filter(id__in=stored)
     if connection.features.has_select_for_update:
         # Two requests merging into the same run must not overwrite each other's fields.
         runs = runs.select_for_update()
@@ -187,7 +191,8 @@ def _new_run(workspace: Workspace, op: RunOp, projects: dict, default_project: s
         errors.append({"loc": op.loc, "msg": f"Run {op.id} does not exist yet; a patch that creates it must carry "
                        f"{' and '.join(missing)}.", "type": "value_error"})
         return None
-    fields.setdefault("start_time", timezone.now())
+    if "start_time" not in fields:
+        fields["start_time"] = timezone.now()
     if "dotted_order" not in fields and not _place_without_dotted_order(op, known_orders, errors):
         return None
     project = projects[op.session_id] if op.session_id else projects[op.session_name or default_project]

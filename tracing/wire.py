@@ -27,6 +27,7 @@ from tracing.validation import without_nul
 # stored run format and is dropped without being parsed.
 FIELD_PARTS = frozenset({"inputs", "outputs", "events", "extra", "error"})
 _DISPOSITION_NAME = re.compile(rb'(?im)^content-disposition:[^\r\n]*?\bname="([^"]*)"')
+_USUAL_DISPOSITION = b'Content-Disposition: form-data; name="'
 _READ_CHUNK = 1024 * 1024
 
 
@@ -126,12 +127,23 @@ def iter_parts(body: bytes, boundary: bytes):
             if end < 0:
                 raise RequestValidationError.single(["body"], "Malformed multipart part headers.", "value_error")
             headers, data = chunk[2:end], chunk[end + 4:]
-        match = _DISPOSITION_NAME.search(headers)
-        if match is None:
+        name = _part_name(headers)
+        if name is None:
             raise RequestValidationError.single(["body"], "A multipart part has no name.", "value_error")
-        yield match.group(1).decode("utf-8", "replace"), data
+        yield name.decode("utf-8", "replace"), data
     raise RequestValidationError.single(["body"], "The multipart body is truncated: no closing boundary.",
                                         "value_error")
+
+
+def _part_name(headers: bytes) -> bytes | None:
+    # What the SDK (and every browser) sends first, read without the regex; the regex gives the same
+    # name here (the earliest match), and reads every other form of the header.
+    if headers.startswith(_USUAL_DISPOSITION):
+        end = headers.find(b'"', len(_USUAL_DISPOSITION))
+        if end >= 0:
+            return headers[len(_USUAL_DISPOSITION):end]
+    match = _DISPOSITION_NAME.search(headers)
+    return match.group(1) if match else None
 
 
 def batch_from_multipart(body: bytes, content_type: str) -> RawBatch:

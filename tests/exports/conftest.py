@@ -21,6 +21,16 @@ WRITE_ACTIONS = ["s3:PutObject", "s3:GetObject", "s3:DeleteObject"]
 INFRASTRUCTURE_PORTS = {5432, 6379}
 
 
+@pytest.fixture(autouse=True)
+def no_idle_s3_connections():
+    """The S3 clients' shared idle connections outlive each client: no test inherits another's."""
+    from exports import storage
+
+    storage.close_idle_connections()
+    yield
+    storage.close_idle_connections()
+
+
 @pytest.fixture
 def egress_loopback(settings):
     """The operator allowlisted loopback, where the test S3 servers live."""
@@ -191,14 +201,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if self.command == "PUT" and sum(1 for m, _ in self.server.seen if m == "PUT") <= 2:
                 body = b"<Error><Code>SlowDown</Code><Message>Reduce your request rate.</Message></Error>"
                 self._reply(503, body, {"Content-Type": "application/xml"})
-            elif self.command == "HEAD":
-                self.send_response(200)
-                self.send_header("ETag", '"abc"')
-                self.send_header("Content-Length", str(self.server.put_size))
-                self.end_headers()
             else:
-                self.server.put_size = self.server.put_size or length
-                self._reply(204 if self.command == "DELETE" else 200, b"", {"ETag": '"abc"'})
+                self._like_s3(length)
+        elif kind == "s3":
+            # Like S3 for the small test file, keeping connections alive (moto's server closes each one).
+            self._like_s3(length)
         elif kind == "huge":
             self.send_response(500)
             self.send_header("Content-Length", str(64 * 1024 * 1024))
@@ -209,6 +216,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     self.wfile.write(chunk)
             except OSError:
                 pass
+
+    def _like_s3(self, length: int):
+        if self.command == "HEAD":
+            self.send_response(200)
+            self.send_header("ETag", '"abc"')
+            self.send_header("Content-Length", str(self.server.put_size))
+            self.end_headers()
+        else:
+            self.server.put_size = self.server.put_size or length
+            self._reply(204 if self.command == "DELETE" else 200, b"", {"ETag": '"abc"'})
 
     do_GET = do_PUT = do_HEAD = do_DELETE = do_POST = _any
 

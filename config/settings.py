@@ -200,14 +200,19 @@ DATABASES = _databases()
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")
+# Keeps several deployments (or the test suite's parallel processes, which pytest-xdist names in
+# PYTEST_XDIST_WORKER) apart on one Redis database: cache keys and channel-layer names get this prefix.
+REDIS_KEY_PREFIX = env_str("REDIS_KEY_PREFIX", env_str("PYTEST_XDIST_WORKER"))
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": env_int("CHANNEL_LAYER_CAPACITY", 100)},
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": env_int("CHANNEL_LAYER_CAPACITY", 100),
+                       "prefix": f"asgi{REDIS_KEY_PREFIX}"},
         }
     }
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": REDIS_KEY_PREFIX}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer",
                                   "CONFIG": {"capacity": env_int("CHANNEL_LAYER_CAPACITY", 100)}}}

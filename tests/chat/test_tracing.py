@@ -15,7 +15,7 @@ pytestmark = pytest.mark.live
 chat_server = live_chat_server(CHAT_WORKSPACE="chat-traces", CHAT_TRACING_PROJECT="chat-runs")
 
 
-def trace_of(run_id: str, *, expected: int, timeout: float = 60) -> list[Run]:
+def trace_of(run_id: str, *, expected: int, timeout: float = 120) -> list[Run]:
     """The stored runs of one trace, waiting for the server's background writer to deliver them."""
     deadline = time.monotonic() + timeout
     while True:

@@ -272,6 +272,89 @@ class CheckpointStore:
             f"AND {q('version')} IN ({_placeholders(versions)}) UNION ALL {writes}"
         )
 
+    # --- delta channel history (chat/checkpoint_history.py) ---------------------------------------
+
+    def ancestors(self, thread_id: str, ns: str, checkpoint_id: str, count: int) -> list[tuple]:
+        """A checkpoint and its ancestors, nearest first, `count` rows at most, by parent links.
+
+        Rows are (checkpoint_id, parent_checkpoint_id, type, checkpoint). Parent links rather than id
+        order: an id sorts after its parent's only when one clock made both.
+        """
+        sql = self._statement(("ancestors",), self._ancestors_sql)
+        return self._execute(connections[self.using], sql, [thread_id, ns, checkpoint_id, count - 1])
+
+    def _ancestors_sql(self) -> str:
+        q, key = self.q, ("thread_id", "checkpoint_ns", "checkpoint_id")
+        columns = (*key, "parent_checkpoint_id", "type", "checkpoint")
+        # Each step is one lookup of the whole unique key. The key comes from the previous row, not
+        # from parameters: given the thread and namespace, PostgreSQL scans the namespace per step.
+        # CROSS JOIN keeps SQLite from doing the same; PostgreSQL has no CROSS JOIN ... ON.
+        join = "CROSS JOIN" if self.vendor == "sqlite" else "JOIN"
+        step = " AND ".join(f"c.{q(k)} = a.{q(k)}" for k in key[:2])
+        return (
+            f"WITH RECURSIVE chain({self._columns(columns)}, depth) AS ("
+            f"SELECT {self._columns(columns)}, 0 FROM {self.checkpoints} "
+            f"WHERE {q('thread_id')} = %s AND {q('checkpoint_ns')} = %s AND {q('checkpoint_id')} = %s "
+            f"UNION ALL SELECT {', '.join(f'c.{q(c)}' for c in columns)}, a.depth + 1 "
+            f"FROM chain a {join} {self.checkpoints} c ON {step} "
+            f"AND c.{q('checkpoint_id')} = a.{q('parent_checkpoint_id')} WHERE a.depth < %s"
+            f") SELECT {self._columns(columns[2:])} FROM chain ORDER BY depth"
+        )
+
+    def stored_blobs(self, thread_id: str, ns: str, keys: set[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Those of the (channel, version) keys that have a blob holding a value."""
+        channels, versions = sorted({c for c, _ in keys}), sorted({v for _, v in keys})
+        found = set()
+        for chunk in batches(versions, BATCH - len(channels)):
+            shape = ("stored_blobs", len(channels), len(chunk))
+            sql = self._statement(shape, lambda s=shape: self._stored_blobs_sql(*s[1:]))
+            rows = self._execute(connections[self.using], sql, [thread_id, ns, *channels, *chunk])
+            found.update((channel, version) for channel, version in rows if (channel, version) in keys)
+        return found
+
+    def _stored_blobs_sql(self, channels: int, versions: int) -> str:
+        q = self.q
+        return (
+            f"SELECT {q('channel')}, {q('version')} FROM {self.blobs} "
+            f"WHERE {q('thread_id')} = %s AND {q('checkpoint_ns')} = %s "
+            f"AND {q('channel')} IN ({_placeholders(channels)}) AND {q('version')} IN ({_placeholders(versions)}) "
+            f"AND {q('type')} <> 'empty'"
+        )
+
+    def channel_writes_and_blobs(
+        self, thread_id: str, ns: str, chains: dict[str, Sequence[str]], blobs: Sequence[tuple[str, str]]
+    ) -> list[tuple]:
+        """One channel's writes on each chain of checkpoints, and the (channel, version) blobs.
+
+        Rows are (kind, channel, checkpoint_id or version, type, blob, task_id, task_path, idx): kind 0
+        for blobs, 1 for writes. One round trip unless the chains are long.
+        """
+        q = self.q
+        scope = f"{q('thread_id')} = %s AND {q('checkpoint_ns')} = %s AND {q('channel')} = %s"
+        parts = []
+        writes = self._columns(("channel", "checkpoint_id", "type", "blob", "task_id", "task_path", "idx"))
+        for channel, checkpoint_ids in chains.items():
+            for chunk in batches(checkpoint_ids, BATCH - 3):
+                sql = f"SELECT 1, {writes} FROM {self.writes} WHERE {scope} AND {q('checkpoint_id')} IN "
+                parts.append((f"{sql}({_placeholders(len(chunk))})", [thread_id, ns, channel, *chunk]))
+        # After the writes, whose columns give PostgreSQL the types of these NULLs.
+        parts.extend(
+            (f"SELECT 0, {q('channel')}, {q('version')}, {q('type')}, {q('blob')}, NULL, NULL, CAST(NULL AS INTEGER) "
+             f"FROM {self.blobs} WHERE {scope} AND {q('version')} = %s", [thread_id, ns, channel, version])
+            for channel, version in blobs
+        )
+        rows, connection = [], connections[self.using]
+        while parts:
+            # As many parts per statement as stay under the parameter budget (one at least).
+            size, budget = 1, len(parts[0][1])
+            while size < len(parts) and budget + len(parts[size][1]) <= BATCH:
+                budget += len(parts[size][1])
+                size += 1
+            group, parts = parts[:size], parts[size:]
+            sql = " UNION ALL ".join(sql for sql, _ in group)
+            rows.extend(self._execute(connection, sql, [p for _, params in group for p in params]))
+        return rows
+
     # --- writes ------------------------------------------------------------------------------------
 
     def checkpoint_params(self, row: tuple, metadata: dict, run_id: str | None) -> list[Any]:

@@ -42,7 +42,8 @@ from langgraph.checkpoint.serde import _msgpack
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from chat.checkpoint_history import delta_channel_history
-from chat.checkpoint_store import CheckpointStore, Workers, batches
+from chat.checkpoint_store import CheckpointStore, batches
+from chat.checkpoint_workers import Workers
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 

@@ -24,7 +24,8 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from chat.checkpoint_store import CheckpointStore
 
-# Ancestors per page: the first page is short because most walks end near the target.
+# Ancestors per page. A walk ends at the nearest stored value (the deep agent stores `messages` every 50 updates),
+# so most walks fit in the first page; the later ones are larger to keep long walks to few round trips.
 FIRST_PAGE, PAGE = 100, 500
 
 
@@ -74,10 +75,8 @@ def delta_channel_history(
     walk = _Walk(channels)
     if target is not None:
         _walk_ancestors(store, serde, walk, thread_id, ns, target, pages)
-    stored_writes = [channel for channel in channels if walk.chains[channel]]
-    rows = store.channel_writes_and_blobs(
-        thread_id, ns, {channel: walk.chains[channel] for channel in stored_writes}, list(walk.blob_seeds.items())
-    )
+    chains = {channel: chain for channel, chain in walk.chains.items() if chain}
+    rows = store.channel_writes_and_blobs(thread_id, ns, chains, list(walk.blob_seeds.items()))
     return _histories(serde, walk, channels, rows)
 
 
@@ -97,7 +96,7 @@ def _walk_ancestors(
         page = store.ancestors(thread_id, ns, start, count)
         decoded = []
         for checkpoint_id, _, type_, data in page[skip:]:
-            if checkpoint_id in seen:  # a checkpoint put again as its own descendant: stop there
+            if checkpoint_id in seen:  # parent links that loop back (a checkpoint saved as its own parent): stop
                 page = []
                 break
             seen.add(checkpoint_id)

@@ -6,10 +6,12 @@ one `get_tuple` per ancestor; ours must give the same result for every checkpoin
 
 from __future__ import annotations
 
+import asyncio
 import operator
 from typing import Annotated, TypedDict
 
 import pytest
+from django.db import connections
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
@@ -17,6 +19,7 @@ from langgraph.graph import START, StateGraph
 from chat.checkpoint_history import delta_channel_history
 from chat.checkpointer import DjangoCheckpointSaver
 
+# Graphs run on the saver's own threads and connections (async methods): they only see committed data.
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -69,7 +72,19 @@ def thread(thread_id: str, checkpoint_id: str | None = None) -> dict:
     return {"configurable": configurable}
 
 
-def assert_same_as_the_reference_walk(saver: DjangoCheckpointSaver, thread_id: str, channels: list[str]) -> list:
+async def in_thread(fn, *args):
+    """Run sync saver calls on another thread, closing its connection afterwards."""
+
+    def call():
+        try:
+            return fn(*args)
+        finally:
+            connections.close_all()
+
+    return await asyncio.to_thread(call)
+
+
+def compare_with_the_reference_walk(saver: DjangoCheckpointSaver, thread_id: str, channels: list[str]) -> list:
     """Compare every checkpoint's history, with the default pages and with pages of two and three rows."""
     results = []
     for checkpoint in saver.list(thread(thread_id)):
@@ -89,15 +104,15 @@ def saver():
     saver.close()
 
 
-def test_every_checkpoint_of_a_forked_thread_has_the_reference_history(saver):
+async def test_every_checkpoint_of_a_forked_thread_has_the_reference_history(saver):
     graph = build_graph(DeltaState, saver)
     for _ in range(4):
-        graph.invoke({"items": ["user"]}, thread("t-fork"))
-    early = list(saver.list(thread("t-fork")))[-4].config["configurable"]["checkpoint_id"]
+        await graph.ainvoke({"items": ["user"]}, thread("t-fork"))
+    early = [c async for c in saver.alist(thread("t-fork"))][-4].config["configurable"]["checkpoint_id"]
     for _ in range(2):
-        graph.invoke({"items": ["fork"]}, thread("t-fork", early))
+        await graph.ainvoke({"items": ["fork"]}, thread("t-fork", early))
 
-    results = assert_same_as_the_reference_walk(saver, "t-fork", ["items", "count", "never"])
+    results = await in_thread(compare_with_the_reference_walk, saver, "t-fork", ["items", "count", "never"])
 
     # The thread has seeds in snapshot blobs, chains longer than a small page and a channel never written.
     assert any("seed" in result["items"] for result in results)
@@ -105,32 +120,31 @@ def test_every_checkpoint_of_a_forked_thread_has_the_reference_history(saver):
     assert all(result["never"] == {"writes": []} for result in results)
 
 
-def test_a_thread_from_before_the_delta_channels_seeds_from_its_plain_values(saver):
-    build_graph(PlainState, saver).invoke({"items": ["old"], "count": 5}, thread("t-migrated"))
+async def test_a_thread_from_before_the_delta_channels_seeds_from_its_plain_values(saver):
+    await build_graph(PlainState, saver).ainvoke({"items": ["old"], "count": 5}, thread("t-migrated"))
     graph = build_graph(DeltaState, saver)
-    graph.invoke({"items": ["new"]}, thread("t-migrated"))
+    await graph.ainvoke({"items": ["new"]}, thread("t-migrated"))
 
-    results = assert_same_as_the_reference_walk(saver, "t-migrated", ["items", "count"])
+    results = await in_thread(compare_with_the_reference_walk, saver, "t-migrated", ["items", "count"])
 
     seeds = [entry["seed"] for result in results for entry in result.values() if "seed" in entry]
     assert any(isinstance(seed, int) for seed in seeds)  # stored inline in the checkpoint row
     assert any(isinstance(seed, list) for seed in seeds)  # stored as a blob
-    assert graph.get_state(thread("t-migrated")).values["count"] == 5 + 3 + 3
+    assert (await graph.aget_state(thread("t-migrated"))).values["count"] == 5 + 3 + 3
 
 
-def test_the_latest_checkpoint_is_walked_without_an_id_and_a_missing_one_has_no_history(saver):
-    graph = build_graph(DeltaState, saver)
-    graph.invoke({"items": ["user"]}, thread("t-latest"))
-    latest = saver.get_tuple(thread("t-latest")).config
+async def test_the_latest_checkpoint_is_walked_without_an_id_and_a_missing_one_has_no_history(saver):
+    await build_graph(DeltaState, saver).ainvoke({"items": ["user"]}, thread("t-latest"))
+    latest = (await saver.aget_tuple(thread("t-latest"))).config
 
-    assert saver.get_delta_channel_history(config=thread("t-latest"), channels=["items"]) == (
-        saver.get_delta_channel_history(config=latest, channels=["items"])
-    )
-    assert saver.get_delta_channel_history(config=thread("t-latest", "no-such-id"), channels=["items"]) == {
-        "items": {"writes": []}
-    }
-    assert saver.get_delta_channel_history(config=thread("t-none"), channels=["items"]) == {"items": {"writes": []}}
-    assert saver.get_delta_channel_history(config=latest, channels=[]) == {}
+    async def history(config: dict, channels: list[str]):
+        return await saver.aget_delta_channel_history(config=config, channels=channels)
+
+    assert await history(thread("t-latest"), ["items"]) == await history(latest, ["items"])
+    assert (await history(latest, ["items"]))["items"]["writes"]
+    assert await history(thread("t-latest", "no-such-id"), ["items"]) == {"items": {"writes": []}}
+    assert await history(thread("t-none"), ["items"]) == {"items": {"writes": []}}
+    assert await history(latest, []) == {}
 
 
 async def test_a_graph_rebuilds_its_delta_channels_through_the_async_saver(saver):

@@ -1,5 +1,5 @@
-"""The database side of the chat checkpointer (chat/checkpointer.py): every query it makes, and
-the worker threads that run them for the async methods.
+"""The database side of the chat checkpointer (chat/checkpointer.py): every query it makes. Its
+async methods run them on worker threads (chat/checkpoint_workers.py).
 
 Nothing here (de)serialises channel values; the saver does that on the caller's side. The hot paths
 (load, put, put_writes) send SQL built once from the models' metadata, because building the same
@@ -10,19 +10,14 @@ operations (filtered lists, deletes, copies, pruning) use the ORM.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import operator
-import queue
-import threading
-import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future
 from contextlib import nullcontext
 from typing import Any
 
-from django.db import DatabaseError, connections, transaction
+from django.db import connections, transaction
 from django.db.models import Max, Q
 from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
@@ -48,9 +43,6 @@ BATCH = 500
 # Metadata keys a DeltaChannel leaves; keep_latest would cut the history its value is rebuilt from.
 DELTA_MARKERS = ("counters_since_delta_snapshot", "delta_writes_versioned")
 
-# Seconds a worker's connection may sit idle before it is checked (SELECT 1) on its next use.
-IDLE_CHECK = 30.0
-
 # (type, serialised checkpoint) -> the (channel, version) blobs that checkpoint uses.
 BlobKeys = Callable[[str, Any], set[tuple[str, str]]]
 
@@ -62,104 +54,6 @@ def batches(items: Sequence[Any], size: int = BATCH) -> Iterator[Sequence[Any]]:
 
 def _placeholders(count: int) -> str:
     return ", ".join(["%s"] * count)
-
-
-class Workers:
-    """The threads that run the async methods' queries; each keeps its own database connection.
-
-    Like aiosqlite's connection thread: a job goes through a C queue and its result straight into
-    the awaiting asyncio future, with fewer Python steps than ThreadPoolExecutor's futures. That
-    matters because every step holds the GIL against the event loop that runs the graph.
-    """
-
-    def __init__(self, using: str, size: int) -> None:
-        self.using = using
-        self.size = size
-        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self.threads: list[threading.Thread] = []
-        self.lock = threading.Lock()
-        self.idle = threading.local()
-
-    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-        self._start()
-        self.jobs.put((functools.partial(_settle_soon, loop, future), fn, args))
-        return await future
-
-    def _start(self) -> None:
-        if len(self.threads) < self.size:
-            with self.lock:
-                while len(self.threads) < self.size:
-                    name = f"chat-checkpointer-{len(self.threads)}"
-                    # Daemon: an idle worker must not keep the process alive.
-                    thread = threading.Thread(target=self._serve, name=name, daemon=True)
-                    thread.start()
-                    self.threads.append(thread)
-
-    def _serve(self) -> None:
-        self.idle.since = time.monotonic()
-        while True:
-            settle, fn, args = self.jobs.get()
-            try:
-                result = self._call(fn, *args)
-            except BaseException as exc:  # handed to the awaiting caller
-                settle(None, exc)
-            else:
-                settle(result, None)
-
-    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        connection = connections[self.using]
-        # The connection is kept between calls. Check it after an error or a long idle spell (a
-        # restarted server, an idle timeout) and reconnect rather than fail the next call.
-        now = time.monotonic()
-        if connection.connection is not None and (connection.errors_occurred or now - self.idle.since > IDLE_CHECK):
-            if connection.is_usable():
-                connection.errors_occurred = False
-            else:
-                connection.close()
-        try:
-            return fn(*args)
-        except DatabaseError:
-            if connection.in_atomic_block or connection.connection is None or connection.is_usable():
-                raise
-            # The server dropped the connection under this call. Every operation of the saver is
-            # idempotent (reads, upserts, inserts that ignore duplicates, deletes): reconnect, retry once.
-            connection.close()
-            return fn(*args)
-        finally:
-            self.idle.since = time.monotonic()
-
-    def close_connections(self) -> None:
-        # Django connections belong to their thread, so every worker closes its own: each close
-        # job waits at the barrier until all workers hold one.
-        barrier = threading.Barrier(len(self.threads) or 1)
-        done = [Future() for _ in self.threads]
-
-        def close() -> None:
-            connections[self.using].close()
-            barrier.wait(timeout=30)
-
-        for future in done:
-            self.jobs.put((functools.partial(_settle_now, future), close, ()))
-        for future in done:
-            future.result(timeout=60)
-
-
-def _settle_soon(loop: asyncio.AbstractEventLoop, future: asyncio.Future, result: Any, exc: BaseException | None):
-    try:
-        loop.call_soon_threadsafe(_settle_now, future, result, exc)
-    except RuntimeError:
-        pass  # the loop is closed: nobody is waiting any more
-
-
-def _settle_now(future: asyncio.Future | Future, result: Any, exc: BaseException | None) -> None:
-    if future.cancelled():
-        return
-    if exc is None:
-        future.set_result(result)
-    else:
-        future.set_exception(exc)
 
 
 class CheckpointStore:
@@ -271,6 +165,92 @@ class CheckpointStore:
             f"FROM {self.blobs} WHERE {scope} AND {q('channel')} IN ({_placeholders(channels)}) "
             f"AND {q('version')} IN ({_placeholders(versions)}) UNION ALL {writes}"
         )
+
+    # --- delta channel history (chat/checkpoint_history.py) ---------------------------------------
+
+    def ancestors(self, thread_id: str, ns: str, checkpoint_id: str, count: int) -> list[tuple]:
+        """A checkpoint and its ancestors, nearest first, `count` rows at most, by parent links.
+
+        Rows are (checkpoint_id, parent_checkpoint_id, type, checkpoint). Parent links rather than id
+        order: an id sorts after its parent's only when one clock made both.
+        """
+        sql = self._statement(("ancestors",), self._ancestors_sql)
+        return self._execute(connections[self.using], sql, [thread_id, ns, checkpoint_id, count - 1])
+
+    def _ancestors_sql(self) -> str:
+        q, key = self.q, ("thread_id", "checkpoint_ns", "checkpoint_id")
+        columns = (*key, "parent_checkpoint_id", "type", "checkpoint")
+        # Each step is one lookup of the whole unique key. The key comes from the previous row, not
+        # from parameters: given the thread and namespace, PostgreSQL scans the namespace per step.
+        # CROSS JOIN keeps SQLite from doing the same; PostgreSQL has no CROSS JOIN ... ON.
+        join = "CROSS JOIN" if self.vendor == "sqlite" else "JOIN"
+        step = " AND ".join(f"c.{q(k)} = a.{q(k)}" for k in key[:2])
+        return (
+            f"WITH RECURSIVE chain({self._columns(columns)}, depth) AS ("
+            f"SELECT {self._columns(columns)}, 0 FROM {self.checkpoints} "
+            f"WHERE {q('thread_id')} = %s AND {q('checkpoint_ns')} = %s AND {q('checkpoint_id')} = %s "
+            f"UNION ALL SELECT {', '.join(f'c.{q(c)}' for c in columns)}, a.depth + 1 "
+            f"FROM chain a {join} {self.checkpoints} c ON {step} "
+            f"AND c.{q('checkpoint_id')} = a.{q('parent_checkpoint_id')} WHERE a.depth < %s"
+            f") SELECT {self._columns(columns[2:])} FROM chain ORDER BY depth"
+        )
+
+    def stored_blobs(self, thread_id: str, ns: str, keys: set[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Those of the (channel, version) keys that have a blob holding a value."""
+        channels, versions = sorted({c for c, _ in keys}), sorted({v for _, v in keys})
+        found = set()
+        for chunk in batches(versions, BATCH - len(channels)):
+            shape = ("stored_blobs", len(channels), len(chunk))
+            sql = self._statement(shape, lambda s=shape: self._stored_blobs_sql(*s[1:]))
+            rows = self._execute(connections[self.using], sql, [thread_id, ns, *channels, *chunk])
+            found.update((channel, version) for channel, version in rows if (channel, version) in keys)
+        return found
+
+    def _stored_blobs_sql(self, channels: int, versions: int) -> str:
+        q = self.q
+        return (
+            f"SELECT {q('channel')}, {q('version')} FROM {self.blobs} "
+            f"WHERE {q('thread_id')} = %s AND {q('checkpoint_ns')} = %s "
+            f"AND {q('channel')} IN ({_placeholders(channels)}) AND {q('version')} IN ({_placeholders(versions)}) "
+            f"AND {q('type')} <> 'empty'"
+        )
+
+    def channel_writes_and_blobs(
+        self, thread_id: str, ns: str, chains: dict[str, Sequence[str]], blobs: Sequence[tuple[str, str]]
+    ) -> list[tuple]:
+        """One channel's writes on each chain of checkpoints, and the (channel, version) blobs.
+
+        Rows are (kind, channel, checkpoint_id or version, type, blob, task_id, task_path, idx): kind 0
+        for blobs, 1 for writes. One round trip unless the chains are long.
+        """
+        q = self.q
+        scope = f"{q('thread_id')} = %s AND {q('checkpoint_ns')} = %s AND {q('channel')} = %s"
+        parts = []
+        writes = self._columns(("channel", "checkpoint_id", "type", "blob", "task_id", "task_path", "idx"))
+        for channel, checkpoint_ids in chains.items():
+            for chunk in batches(checkpoint_ids, BATCH - 3):
+                sql = f"SELECT 1, {writes} FROM {self.writes} WHERE {scope} AND {q('checkpoint_id')} IN "
+                parts.append((f"{sql}({_placeholders(len(chunk))})", [thread_id, ns, channel, *chunk]))
+        # After the writes, whose columns give PostgreSQL the types of these NULLs.
+        parts.extend(
+            (
+                f"SELECT 0, {self._columns(('channel', 'version', 'type', 'blob'))}, NULL, NULL, CAST(NULL AS INTEGER) "
+                f"FROM {self.blobs} WHERE {scope} AND {q('version')} = %s",
+                [thread_id, ns, channel, version],
+            )
+            for channel, version in blobs
+        )
+        rows, connection = [], connections[self.using]
+        while parts:
+            # As many parts per statement as stay under the parameter budget (one at least).
+            size, budget = 1, len(parts[0][1])
+            while size < len(parts) and budget + len(parts[size][1]) <= BATCH:
+                budget += len(parts[size][1])
+                size += 1
+            group, parts = parts[:size], parts[size:]
+            sql = " UNION ALL ".join(sql for sql, _ in group)
+            rows.extend(self._execute(connection, sql, [p for _, params in group for p in params]))
+        return rows
 
     # --- writes ------------------------------------------------------------------------------------
 

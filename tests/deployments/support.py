@@ -93,3 +93,23 @@ def pid_alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+def deploy_test_project(api, tmp_path: Path, *, name: str) -> str:
+    """Deploy tests/agentserver/project from a tarball through `api` (tests.deployments.test_live.Api); the
+    deployment's stable URL once its revision is DEPLOYED."""
+    import shutil
+
+    from tests.agentserver.sdk_support import PROJECT
+    from tests.support import BASE_DIR
+
+    deployment = api.create({"name": name, "source": "internal_source", "source_revision_config": {},
+                             "source_config": {"deployment_type": "dev"}, "secrets": []})
+    project = shutil.copytree(BASE_DIR / PROJECT, tmp_path / "project")
+    object_path = api.upload(deployment["id"], tarball(project))
+    revision = api.call("PATCH", f"/v2/deployments/{deployment['id']}", json={
+        "revision_source": "internal_source",
+        "source_revision_config": {"source_tarball_path": object_path, "langgraph_config_path": "langgraph.json"},
+    })["latest_revision_id"]
+    api.wait_status(deployment["id"], revision, "DEPLOYED")
+    return api.call("GET", f"/v2/deployments/{deployment['id']}")["source_config"]["custom_url"]

@@ -4,17 +4,15 @@ examples' protocol under /api."""
 
 from __future__ import annotations
 
-import shutil
 import uuid
 
 import pytest
 
 from accounts.services import api_key_create, workspace_create
 from tests.agentserver import scenarios
-from tests.agentserver.sdk_support import CLIENT_KINDS, PROJECT, SdkClient, status_of
-from tests.deployments.support import tarball, wait_for
+from tests.agentserver.sdk_support import CLIENT_KINDS, SdkClient, status_of
+from tests.deployments.support import deploy_test_project, wait_for
 from tests.deployments.test_live import Api
-from tests.support import BASE_DIR
 
 pytestmark = pytest.mark.live
 
@@ -24,16 +22,7 @@ def test_a_deployed_revision_answers_the_sdk_on_every_assistant_and_thread_opera
     owner = api_key_create(workspaces=[workspace])[1]
     stack = stack_factory()
     api = Api(stack.url, owner)
-    deployment = api.create({"name": "agent-server", "source": "internal_source", "source_revision_config": {},
-                             "source_config": {"deployment_type": "dev"}, "secrets": []})
-    project = shutil.copytree(BASE_DIR / PROJECT, tmp_path / "project")
-    object_path = api.upload(deployment["id"], tarball(project))
-    revision = api.call("PATCH", f"/v2/deployments/{deployment['id']}", json={
-        "revision_source": "internal_source",
-        "source_revision_config": {"source_tarball_path": object_path, "langgraph_config_path": "langgraph.json"},
-    })["latest_revision_id"]
-    api.wait_status(deployment["id"], revision, "DEPLOYED")
-    custom_url = api.call("GET", f"/v2/deployments/{deployment['id']}")["source_config"]["custom_url"]
+    custom_url = deploy_test_project(api, tmp_path, name="agent-server")
 
     for kind in CLIENT_KINDS:
         client = SdkClient(kind, custom_url, api_key=owner)

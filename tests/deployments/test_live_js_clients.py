@@ -4,8 +4,6 @@ tests/agentserver/js_support.py), both in their default Agent Server mode."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from accounts.services import api_key_create
@@ -18,30 +16,14 @@ from tests.agentserver.js_support import (
     run_agent_server_script,
     slow_run_survives_a_reload,
 )
-from tests.agentserver.sdk_support import PROJECT
 from tests.chatui import conftest as chatui
 from tests.chatui.conftest import DESKTOP, PHONE
-from tests.deployments.support import tarball
+from tests.deployments.support import deploy_test_project
 from tests.deployments.test_live import Api
-from tests.support import BASE_DIR
 
 # The chat page tests' browser fixtures (Debian's Chromium driven by Playwright).
 browser, new_page, shoot = chatui.browser, chatui.new_page, chatui.shoot
 pytestmark = [pytest.mark.live, pytest.mark.node, pytest.mark.no_postgres_pass]
-
-
-def deploy_test_project(api: Api, tmp_path) -> str:
-    """Deploy tests/agentserver/project from a tarball; the deployment's stable URL once it is DEPLOYED."""
-    deployment = api.create({"name": "js-clients", "source": "internal_source", "source_revision_config": {},
-                             "source_config": {"deployment_type": "dev"}, "secrets": []})
-    project = shutil.copytree(BASE_DIR / PROJECT, tmp_path / "project")
-    object_path = api.upload(deployment["id"], tarball(project))
-    revision = api.call("PATCH", f"/v2/deployments/{deployment['id']}", json={
-        "revision_source": "internal_source",
-        "source_revision_config": {"source_tarball_path": object_path, "langgraph_config_path": "langgraph.json"},
-    })["latest_revision_id"]
-    api.wait_status(deployment["id"], revision, "DEPLOYED")
-    return api.call("GET", f"/v2/deployments/{deployment['id']}")["source_config"]["custom_url"]
 
 
 def test_a_deployed_revision_serves_the_js_client_and_use_stream_in_a_browser(stack_factory, workspace, tmp_path,
@@ -50,7 +32,7 @@ def test_a_deployed_revision_serves_the_js_client_and_use_stream_in_a_browser(st
     owner = api_key_create(workspaces=[workspace])[1]
     # The browser fixture lets this process's Playwright loop use the ORM; the servers must not inherit that.
     stack = stack_factory(DJANGO_ALLOW_ASYNC_UNSAFE="")
-    custom_url = deploy_test_project(Api(stack.url, owner), tmp_path)
+    custom_url = deploy_test_project(Api(stack.url, owner), tmp_path, name="js-clients")
 
     assert_report(run_agent_server_script(chat=(custom_url, "chat"), slow=(custom_url, "slow"), api_key=owner))
 

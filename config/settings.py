@@ -114,7 +114,7 @@ if _public.hostname and _public.hostname not in ALLOWED_HOSTS:
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", f"{_public.scheme}://{_public.netloc}")
 
 INSTALLED_APPS = [
-    "daphne",
+    "config.apps.DaphneConfig",  # before staticfiles: its `runserver` (ASGI) wins
     "config.apps.ServiceAdminConfig",  # django.contrib.admin with this project's site
     "django.contrib.auth",
     "django.contrib.contenttypes",

@@ -28,7 +28,8 @@ from django.db.models.expressions import RawSQL
 from exports import parquet
 from tracing.selectors import export_queryset
 
-MIN_FETCH_ROWS, MAX_FETCH_ROWS, FIRST_FETCH_ROWS = 16, 5000, 500
+# The first fetch has no row size to go by: a few rows give it, whatever the size of the runs.
+MIN_FETCH_ROWS, MAX_FETCH_ROWS = 16, 5000
 
 Cursor = tuple[datetime, uuid.UUID]
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -65,7 +66,7 @@ class PartitionReader:
         self.page_rows = max(1, page_rows)
         self.fetch_bytes = max(1, fetch_bytes)
         self.vendor = connection.vendor
-        self.fetch_rows = FIRST_FETCH_ROWS
+        self.fetch_rows = MIN_FETCH_ROWS
         self.row_bytes = 0  # Arrow bytes per row of the last fetch
 
     def pages(self, after: Cursor | None, room: Callable[[], int]) -> Iterator[Page]:

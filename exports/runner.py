@@ -5,6 +5,10 @@
     -> row groups -> files rolled over at EXPORT_FILE_ROLLOVER_BYTES, each one multipart upload
     -> after each completed upload: files, rows and cursor move together -> Completed.
 
+Memory, whatever the size of the day: a page and the row group being built share EXPORT_ROW_GROUP_BYTES of
+Arrow data (each batch leaves its page as it joins the row group), the cursor is read EXPORT_FETCH_BYTES at a
+time, and the upload stream holds two EXPORT_PART_BYTES parts (one uploading, one filling).
+
 Between pages the run checks its lease, cancellation, the destination and its time limit.
 Transient storage failures are retried (EXPORT_MAX_RETRIES, EXPORT_RETRY_DELAY_SECONDS apart) by
 putting the job back in the queue; the retry resumes from the cursor. Everything else that the

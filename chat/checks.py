@@ -8,7 +8,7 @@ from django.core.checks import Error, Warning, register
 
 @register()
 def chat_configuration(app_configs, **kwargs):
-    from chat.agent.models import missing_provider_key
+    from chat.agent.providers import missing_provider_key
 
     problems = []
     if settings.CHAT_MODEL:

@@ -114,7 +114,7 @@ if _public.hostname and _public.hostname not in ALLOWED_HOSTS:
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", f"{_public.scheme}://{_public.netloc}")
 
 INSTALLED_APPS = [
-    "daphne",
+    "config.apps.DaphneConfig",  # before staticfiles: its `runserver` (ASGI) wins
     "config.apps.ServiceAdminConfig",  # django.contrib.admin with this project's site
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -262,6 +262,7 @@ EXPORT_FILE_ROLLOVER_BYTES = env_int("EXPORT_FILE_ROLLOVER_BYTES", 256 * 1024 * 
 EXPORT_BATCH_ROWS = env_int("EXPORT_BATCH_ROWS", 20000)
 EXPORT_ROW_GROUP_ROWS = env_int("EXPORT_ROW_GROUP_ROWS", 100_000)
 EXPORT_ROW_GROUP_BYTES = env_int("EXPORT_ROW_GROUP_BYTES", 16 * 1024 * 1024)
+EXPORT_FETCH_BYTES = env_int("EXPORT_FETCH_BYTES", 1024 * 1024)
 EXPORT_PART_BYTES = env_int("EXPORT_PART_BYTES", 8 * 1024 * 1024)
 EXPORT_BATCH_PAUSE_SECONDS = float(env_str("EXPORT_BATCH_PAUSE_SECONDS", "0"))
 EXPORT_RUN_MAX_SECONDS = float(env_str("EXPORT_RUN_MAX_SECONDS", str(4 * 3600)))

@@ -1,9 +1,10 @@
 """A write-only file object that streams into an S3 multipart upload.
 
 pyarrow's ParquetWriter writes into it; every `part_bytes` written become one UploadPart, sent
-by a background thread while the writer goes on encoding the next row group. At most one part
-waits for that thread and one is in flight, so memory stays at about three parts whatever the
-file size. Parts carry Content-MD5 (buckets with Object Lock require it). Every part but the
+by a background thread while the writer goes on filling the next part. One part is uploaded at a
+time and the writer waits for it before handing over the next, so the stream holds at most two
+parts (one uploading, one filling) whatever the file size. A full part is handed over as it is,
+without a copy. Parts carry Content-MD5 (buckets with Object Lock require it). Every part but the
 last has `part_bytes` >= 5 MiB, as S3 requires.
 
 The upload is created by the caller (who records its id first, so that a worker taking over can
@@ -35,7 +36,9 @@ class MultipartUploadStream:
         self._size = 0
         self._parts: list[dict] = []
         self._next_number = 1
-        self._queue: queue.Queue = queue.Queue(maxsize=1)
+        # Taken by the writer for each part it hands over, given back once that part is uploaded.
+        self._upload_slot = threading.Semaphore(1)
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._upload_loop, name=f"upload-{key[-40:]}", daemon=True)
         self._thread.start()
 
@@ -46,12 +49,15 @@ class MultipartUploadStream:
 
     def write(self, data) -> int:
         self._raise_error()
-        self._buffer += data
+        view = memoryview(data).cast("B")
+        while view:
+            take = min(len(view), self.part_bytes - len(self._buffer))
+            self._buffer += view[:take]
+            view = view[take:]
+            if len(self._buffer) == self.part_bytes:
+                self._submit(self._buffer)
+                self._buffer = bytearray()
         self._size += len(data)
-        while len(self._buffer) >= self.part_bytes:
-            part = bytes(self._buffer[:self.part_bytes])
-            del self._buffer[:self.part_bytes]
-            self._submit(part)
         return len(data)
 
     def tell(self) -> int:
@@ -68,7 +74,7 @@ class MultipartUploadStream:
     def complete(self) -> dict:
         """Send what is left as the last part, wait for every part, and complete the upload."""
         if self._buffer or not self._parts and self._next_number == 1:
-            self._submit(bytes(self._buffer))
+            self._submit(self._buffer)
             self._buffer = bytearray()
         self._finish_thread()
         self._raise_error()
@@ -88,16 +94,13 @@ class MultipartUploadStream:
 
     # --- internals ---
 
-    def _submit(self, part: bytes) -> None:
+    def _submit(self, part: bytearray) -> None:
         number = self._next_number
         self._next_number += 1
-        while True:
+        while not self._upload_slot.acquire(timeout=0.5):
             self._raise_error()
-            try:
-                self._queue.put((number, part), timeout=0.5)
-                return
-            except queue.Full:
-                continue
+        self._raise_error()
+        self._queue.put((number, part))
 
     def _finish_thread(self) -> None:
         if self._thread.is_alive():
@@ -113,14 +116,18 @@ class MultipartUploadStream:
             item = self._queue.get()
             if item is _STOP:
                 return
-            if self.error is not None:
-                continue  # drain: the writer will see the error on its next call
-            number, part = item
-            try:
+            self._send(*item)
+            item = None  # the part must not stay alive while the writer fills the next one
+
+    def _send(self, number: int, part: bytearray) -> None:
+        try:
+            if self.error is None:  # after an error, parts are dropped: the writer sees it on its next call
                 md5 = base64.b64encode(hashlib.md5(part).digest()).decode()
                 response = self.destination.client.upload_part(
                     Bucket=self.destination.bucket, Key=self.key, UploadId=self.upload_id, PartNumber=number,
                     Body=part, ContentMD5=md5)
                 self._parts.append({"PartNumber": number, "ETag": response["ETag"]})
-            except BaseException as exc:  # noqa: BLE001 - handed to the writer's thread
-                self.error = exc
+        except BaseException as exc:  # noqa: BLE001 - handed to the writer's thread
+            self.error = exc
+        finally:
+            self._upload_slot.release()

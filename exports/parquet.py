@@ -29,6 +29,9 @@ CODECS = {"none": "NONE", "gzip": "GZIP", "snappy": "SNAPPY", "zstandard": "ZSTD
 # gzip at zlib's own default level: Arrow's default (9) is ~2.7x slower for files ~0.4 % smaller.
 CODEC_LEVELS = {"gzip": 6}
 RUN_TABLE = "tracing_run"
+# Arrow memory of exports comes from the C library's allocator: pyarrow's default pool (mimalloc) keeps
+# freed pages for reuse and held ~20 MiB more at the peak of a 1,000,000-run export (docs/benchmarks.md).
+MEMORY_POOL = pa.system_memory_pool()
 
 
 def arrow_type(field: str, format_version: str) -> pa.DataType:
@@ -95,15 +98,15 @@ def _epoch_micros(column: str) -> str:
 def column_array(values, field: str, format_version: str, vendor: str) -> pa.Array:
     """One column of a batch (a sequence of driver values) as an Arrow array of the schema's type."""
     target = arrow_type(field, format_version)
-    if field in TIME_FIELDS:
-        if vendor == "postgresql":
-            # Microseconds since the epoch (UTC), see _epoch_micros().
-            return pa.array(values, type=pa.int64()).cast(pa.timestamp("us")).cast(target)
+    pool = MEMORY_POOL
+    if field in TIME_FIELDS and vendor != "postgresql":
         # SQLite keeps naive UTC text ("2026-01-02 03:04:05.123456").
-        return pa.array(values, type=pa.string()).cast(pa.timestamp("us")).cast(target)
+        text = pa.array(values, type=pa.string(), memory_pool=pool)
+        return text.cast(pa.timestamp("us"), memory_pool=pool).cast(target, memory_pool=pool)
     if field in BOOL_FIELDS and vendor != "postgresql":
-        return pa.array(values, type=pa.int8()).cast(pa.bool_())
-    return pa.array(values, type=target)
+        return pa.array(values, type=pa.int8(), memory_pool=pool).cast(pa.bool_(), memory_pool=pool)
+    # PostgreSQL timestamps are microseconds since the epoch (UTC, see _epoch_micros()): Arrow takes them as they are.
+    return pa.array(values, type=target, memory_pool=pool)
 
 
 def record_batch(rows: list[tuple], fields: list[str], format_version: str, vendor: str,

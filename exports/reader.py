@@ -5,16 +5,18 @@ Each page is one query on the (session, start_time, id) index:
     WHERE session_id = ? AND start_time >= ? AND start_time < ? AND (start_time, id) > (cursor)
     [AND <filter>] ORDER BY start_time, id LIMIT EXPORT_BATCH_ROWS
 
-It is read in chunks (a server-side cursor in a short read-only transaction on PostgreSQL; SQLite
-steps its statement lazily anyway) whose size adapts to the row size, and it ends early once it
-holds EXPORT_ROW_GROUP_BYTES of Arrow data: memory stays bounded even for very large runs. A page
-is read completely before anything is written, so no transaction stays open during uploads.
+It is read in fetches (a server-side cursor in a short read-only transaction on PostgreSQL; SQLite
+steps its statement lazily anyway) of about EXPORT_FETCH_BYTES of Arrow data each: the rows of one
+fetch are the only ones alive as Python objects. A page ends early once it holds the Arrow data the
+caller has room for (what the row group being built leaves of EXPORT_ROW_GROUP_BYTES), so memory
+stays bounded whatever the size of the runs. A page is read completely before anything is written,
+so no transaction stays open during uploads.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -26,8 +28,8 @@ from django.db.models.expressions import RawSQL
 from exports import parquet
 from tracing.selectors import export_queryset
 
-CHUNK_TARGET_BYTES = 4 * 1024 * 1024
-MIN_CHUNK_ROWS, MAX_CHUNK_ROWS, FIRST_CHUNK_ROWS = 16, 5000, 500
+# The first fetch has no row size to go by: a few rows give it, whatever the size of the runs.
+MIN_FETCH_ROWS, MAX_FETCH_ROWS = 16, 5000
 
 Cursor = tuple[datetime, uuid.UUID]
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -56,36 +58,38 @@ def cursor_from_string(value: str | None) -> Cursor | None:
 
 class PartitionReader:
     def __init__(self, *, session_id: uuid.UUID, start: datetime, end: datetime, fields: list[str],
-                 format_version: str, condition: Q | None, page_rows: int, page_bytes: int):
+                 format_version: str, condition: Q | None, page_rows: int, fetch_bytes: int):
         self.session_id, self.start, self.end = session_id, start, end
         self.fields = fields
         self.format_version = format_version
         self.condition = condition
         self.page_rows = max(1, page_rows)
-        self.page_bytes = page_bytes
+        self.fetch_bytes = max(1, fetch_bytes)
         self.vendor = connection.vendor
-        self.chunk_rows = FIRST_CHUNK_ROWS
+        self.fetch_rows = MIN_FETCH_ROWS
+        self.row_bytes = 0  # Arrow bytes per row of the last fetch
 
-    def pages(self, after: Cursor | None) -> Iterator[Page]:
+    def pages(self, after: Cursor | None, room: Callable[[], int]) -> Iterator[Page]:
+        """Pages after `after`; `room()` says how much Arrow data the next page may hold."""
         while True:
-            page = self.read_page(after)
+            page = self.read_page(after, max_bytes=room())
             if page.rows:
                 yield page
             if page.last or not page.rows:
                 return
             after = page.cursor
 
-    def read_page(self, after: Cursor | None) -> Page:
+    def read_page(self, after: Cursor | None, *, max_bytes: int) -> Page:
         sql, params = self._page_sql(after)
         if self.vendor == "postgresql":
             with transaction.atomic():
                 cursor = connection.chunked_cursor()
                 try:
-                    return self._read(cursor, sql, params)
+                    return self._read(cursor, sql, params, max_bytes)
                 finally:
                     cursor.close()
         with connection.cursor() as cursor:
-            return self._read(cursor, sql, params)
+            return self._read(cursor, sql, params, max_bytes)
 
     def _page_sql(self, after: Cursor | None) -> tuple[str, tuple]:
         runs = export_queryset(session_id=self.session_id, start=self.start, end=self.end, after=after)
@@ -97,11 +101,11 @@ class PartitionReader:
         runs = runs.annotate(**columns).values_list(*columns)[:self.page_rows]
         return runs.query.sql_with_params()
 
-    def _read(self, cursor, sql: str, params: tuple) -> Page:
+    def _read(self, cursor, sql: str, params: tuple, max_bytes: int) -> Page:
         page = Page()
         cursor.execute(sql, params)
-        while page.rows < self.page_rows and page.nbytes < self.page_bytes:
-            rows = cursor.fetchmany(min(self.chunk_rows, self.page_rows - page.rows))
+        while page.rows < self.page_rows and page.nbytes < max_bytes:
+            rows = cursor.fetchmany(self._fetch_size(page, max_bytes))
             if not rows:
                 page.last = True
                 break
@@ -110,9 +114,16 @@ class PartitionReader:
             page.batches.append((batch, page.cursor))
             page.rows += len(rows)
             page.nbytes += batch.nbytes
-            self.chunk_rows = max(MIN_CHUNK_ROWS, min(MAX_CHUNK_ROWS,
-                                                      CHUNK_TARGET_BYTES * len(rows) // max(1, batch.nbytes)))
+            self.row_bytes = max(1, batch.nbytes // len(rows))
+            self.fetch_rows = max(MIN_FETCH_ROWS, min(MAX_FETCH_ROWS, self.fetch_bytes // self.row_bytes))
         return page
+
+    def _fetch_size(self, page: Page, max_bytes: int) -> int:
+        """Rows of the next fetch: EXPORT_FETCH_BYTES worth, no more than the page still has room for."""
+        rows = min(self.fetch_rows, self.page_rows - page.rows)
+        if self.row_bytes:
+            rows = min(rows, max(MIN_FETCH_ROWS, (max_bytes - page.nbytes) // self.row_bytes))
+        return max(1, rows)
 
     def _cursor(self, row: tuple) -> Cursor:
         start_time, run_id = row[0], row[1]

@@ -5,6 +5,10 @@
     -> row groups -> files rolled over at EXPORT_FILE_ROLLOVER_BYTES, each one multipart upload
     -> after each completed upload: files, rows and cursor move together -> Completed.
 
+Memory, whatever the size of the day: a page and the row group being built share EXPORT_ROW_GROUP_BYTES of
+Arrow data (each batch leaves its page as it joins the row group), the cursor is read EXPORT_FETCH_BYTES at a
+time, and the upload stream holds two EXPORT_PART_BYTES parts (one uploading, one filling).
+
 Between pages the run checks its lease, cancellation, the destination and its time limit.
 Transient storage failures are retried (EXPORT_MAX_RETRIES, EXPORT_RETRY_DELAY_SECONDS apart) by
 putting the job back in the queue; the retry resumes from the cursor. Everything else that the
@@ -178,7 +182,7 @@ class _Export:
         self.reader = PartitionReader(
             session_id=export.session_id, start=run.start_time, end=run.end_time, fields=self.fields,
             format_version=export.format_version, condition=condition, page_rows=settings.EXPORT_BATCH_ROWS,
-            page_bytes=settings.EXPORT_ROW_GROUP_BYTES)
+            fetch_bytes=settings.EXPORT_FETCH_BYTES)
         self.pending: list[pa.RecordBatch] = []
         self.pending_rows = self.pending_bytes = 0
         self.pending_cursor: Cursor | None = None
@@ -186,9 +190,9 @@ class _Export:
 
     def write(self) -> None:
         try:
-            for page in self.reader.pages(cursor_from_string(self.run.latest_cursor)):
-                for batch, cursor in page.batches:
-                    self._add(batch, cursor)
+            for page in self.reader.pages(cursor_from_string(self.run.latest_cursor), room=self._room):
+                while page.batches:  # each batch leaves the page as it joins the row group: never held twice
+                    self._add(*page.batches.pop(0))
                 self._checkpoint()
             self._flush_row_group()
             if self.file is not None:
@@ -207,6 +211,10 @@ class _Export:
             raise stop
         if settings.EXPORT_BATCH_PAUSE_SECONDS:
             time.sleep(settings.EXPORT_BATCH_PAUSE_SECONDS)
+
+    def _room(self) -> int:
+        """Arrow data the next page may hold: the page and the row group share EXPORT_ROW_GROUP_BYTES."""
+        return max(1, settings.EXPORT_ROW_GROUP_BYTES - self.pending_bytes)
 
     def _add(self, batch: pa.RecordBatch, cursor: Cursor) -> None:
         self.pending.append(batch)
@@ -238,7 +246,8 @@ class _Export:
         run_services.run_upload_started(self.run, key=key, upload_id=created["UploadId"])
         stream = MultipartUploadStream(self.destination, key, created["UploadId"],
                                        part_bytes=settings.EXPORT_PART_BYTES)
-        writer = pq.ParquetWriter(stream, self.schema, compression=self.codec, compression_level=self.codec_level)
+        writer = pq.ParquetWriter(stream, self.schema, compression=self.codec, compression_level=self.codec_level,
+                                  memory_pool=parquet.MEMORY_POOL)
         self.file = _OpenFile(key=key, stream=stream, writer=writer)
 
     def _close_file(self) -> None:

@@ -1,29 +1,15 @@
 """Which chat models the agent uses: CHAT_MODEL's provider model, or the offline scripted one.
 
-Kept apart from graph.py so that checking the configuration does not import deepagents.
+Kept apart from graph.py (deepagents). The configuration check reads chat/agent/providers.py, which imports no
+LangChain.
 """
 
 from __future__ import annotations
 
-import os
-
 from langchain_core.language_models import BaseChatModel
 
+from chat.agent.providers import missing_provider_key, model_provider
 from chat.agent.scripted import ScriptedChatModel
-
-# Which environment variable holds each provider's key, so a missing key is named instead of guessed.
-PROVIDER_KEYS = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "google_genai": "GOOGLE_API_KEY",
-    "azure_openai": "AZURE_OPENAI_API_KEY",
-    "groq": "GROQ_API_KEY",
-    "mistralai": "MISTRAL_API_KEY",
-    "fireworks": "FIREWORKS_API_KEY",
-    "together": "TOGETHER_API_KEY",
-    "xai": "XAI_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY",
-}
 
 
 class ModelConfigurationError(RuntimeError):
@@ -50,23 +36,6 @@ class UnavailableChatModel(BaseChatModel):
 
     async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
         raise ModelConfigurationError(self.reason)
-
-
-def model_provider(spec: str) -> str:
-    provider, sep, _ = spec.partition(":")
-    if not sep:
-        from langchain.chat_models.base import _attempt_infer_model_provider
-
-        return _attempt_infer_model_provider(spec) or ""
-    return provider
-
-
-def missing_provider_key(spec: str) -> str | None:
-    """The environment variable CHAT_MODEL's provider needs and that is unset, if any."""
-    variable = PROVIDER_KEYS.get(model_provider(spec))
-    if variable and not os.environ.get(variable):
-        return variable
-    return None
 
 
 def build_models(spec: str | None) -> tuple[BaseChatModel, BaseChatModel, BaseChatModel]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import signal
 import threading
 
+from django.core import checks
+from django.core.checks.registry import registry
 from django.core.management.base import BaseCommand
 
 from core.registry import SERVICES
@@ -18,6 +20,16 @@ class Command(BaseCommand):
         parser.add_argument("--queues", nargs="*", default=None, help="Only claim jobs from these queues.")
         parser.add_argument("--no-periodic", action="store_true", help="Do not run periodic jobs.")
         parser.add_argument("--once", action="store_true", help="Run what is due once, then exit.")
+
+    def check(self, *args, **kwargs):
+        """Every system check but the URL ones. Those import every API view, and LangGraph with them: about
+        40 MiB that a worker, which serves no URL, would carry all its life. `manage.py check` and `serve` run them."""
+        url_checks = {check for check in registry.registered_checks if checks.Tags.urls in check.tags}
+        registry.registered_checks -= url_checks
+        try:
+            return super().check(*args, **kwargs)
+        finally:
+            registry.registered_checks |= url_checks
 
     def handle(self, *args, queues, no_periodic, once, **options):
         worker = Worker(queues=queues, run_periodic=not no_periodic)

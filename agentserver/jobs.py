@@ -6,7 +6,6 @@ import logging
 
 from django.utils import timezone
 
-from agentserver import selectors, services
 from core.registry import periodic
 
 log = logging.getLogger("agentserver.jobs")
@@ -17,6 +16,10 @@ SWEEP_BATCH = 100
 @periodic("agentserver.sweep_expired_threads", every_seconds=60)
 def sweep_expired_threads() -> None:
     """Apply the TTL strategy of every thread past its `expires_at` (threads.create / update with `ttl`)."""
+    # Imported here: they load the served graphs' runtime (LangGraph), which a worker needs only when a thread
+    # actually expires.
+    from agentserver import selectors, services
+
     for thread in selectors.threads_expired(now=timezone.now(), limit=SWEEP_BATCH):
         outcome = services.thread_expire(thread=thread)
         log.info("thread %s expired: %s", thread.id, outcome)

@@ -26,11 +26,12 @@ from langchain_core._api.beta_decorator import LangChainBetaWarning
 
 from chat import db, run_hooks, services
 from chat.conversion import EventConverter
+from chat.frames import end_frame
 from chat.graph_runtime import get_served_graph
 from chat.hub import hubs, publish, publish_unstored
 from chat.models import ChatRun
 from chat.selectors import thread_cursor_state
-from chat.stream_modes import FrameMaker, command_from, end_frame, graph_modes
+from chat.stream_modes import FrameMaker, command_from, graph_modes
 from chat.wire import StoredEvent, WireEvent, lifecycle_event
 from core import processes
 from core.exceptions import NotFound

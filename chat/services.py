@@ -16,8 +16,8 @@ from django.db.models import Count, F, Max, Min
 from django.utils import timezone
 
 from chat.access import Caller
+from chat.frames import Frame, end_frame, frame_channel
 from chat.models import ChatEvent, ChatRun, ChatThread, Checkpoint
-from chat.stream_modes import Frame, end_frame, frame_channel
 from chat.wire import StoredEvent, WireEvent, dumps, lifecycle_event
 from core import processes
 from core.exceptions import Conflict, NotFound

@@ -18,40 +18,16 @@ Agent Server (`langgraph dev` 0.16.7), checked by tests/agentserver/test_differe
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import BaseMessage, BaseMessageChunk, convert_to_messages, message_chunk_to_message
 from langgraph.types import Command, Interrupt, Send
 
+from chat.frames import Frame, frame_channel
 from chat.wire import dumps, to_jsonable
 
 STREAM_MODES = ("values", "updates", "messages", "messages-tuple", "events", "debug", "custom", "tasks",
                 "checkpoints")
-FRAME_CHANNEL_PREFIX = "as:"
-# Stored last for every run on its frame channel, never sent: tells a run's streams and waiters that it ended.
-END_EVENT = "__end__"
-
-
-def frame_channel(run_id) -> str:
-    """The event-log channel holding one run's Agent Server frames."""
-    return f"{FRAME_CHANNEL_PREFIX}{run_id}"
-
-
-@dataclass(slots=True)
-class Frame:
-    """One SSE frame before the store numbers it; stored like a protocol event (chat.services.events_append)."""
-
-    event: str
-    data: bytes
-    channel: str
-    namespace: list[str] = field(default_factory=list)
-
-    def encode(self, seq: int) -> bytes:
-        # The id line is added when the frame is sent (chat.hub.sse_frame): the stored text is the event alone.
-        return b"event: %s\ndata: %s" % (self.event.encode(), self.data)
-
-
 def frame_jsonable(obj: Any) -> Any:
     """The JSON form of what a frame carries, as the Agent Server writes it: an interrupt or a command field by
     field (the chat protocol's forms, chat.wire.to_jsonable, differ), a `Send` as `{node, args}`, a named tuple
@@ -66,10 +42,6 @@ def frame_jsonable(obj: Any) -> Any:
     if isinstance(obj, tuple) and callable(getattr(obj, "_asdict", None)):
         return obj._asdict()
     return to_jsonable(obj)
-
-
-def end_frame(run_id) -> Frame:
-    return Frame(event=END_EVENT, data=b"null", channel=frame_channel(run_id))
 
 
 def graph_modes(requested: list[str]) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from chat.stream_modes import END_EVENT, FRAME_CHANNEL_PREFIX
+from chat.frames import END_EVENT, FRAME_CHANNEL_PREFIX
 from chat.wire import KNOWN_CHANNELS, StoredEvent
 
 # What FramesSubscription.frame gives for a run's end marker: the stream of that run is over.

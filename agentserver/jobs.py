@@ -6,6 +6,7 @@ import logging
 
 from django.utils import timezone
 
+from chat.models import ChatThread
 from core.registry import periodic
 
 log = logging.getLogger("agentserver.jobs")
@@ -16,6 +17,8 @@ SWEEP_BATCH = 100
 @periodic("agentserver.sweep_expired_threads", every_seconds=60)
 def sweep_expired_threads() -> None:
     """Apply the TTL strategy of every thread past its `expires_at` (threads.create / update with `ttl`)."""
+    if not ChatThread.objects.filter(expires_at__lte=timezone.now()).exists():
+        return
     # Imported here: they load the served graphs' runtime (LangGraph), which a worker needs only when a thread
     # actually expires.
     from agentserver import selectors, services

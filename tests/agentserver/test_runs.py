@@ -135,6 +135,9 @@ def test_unknown_assistants_threads_runs_and_stream_modes_are_refused_in_the_age
     assert answer.status_code == 422
     answer = httpx.get(f"{url}/{uuid.uuid4()}", headers=headers)
     assert answer.status_code == 404
+    answer = httpx.post(url, json={"assistant_id": "agent", "input": {"text": "x" * (1024 * 1024 + 1)}},
+                        headers=headers)
+    assert answer.status_code == 413 and "detail" in answer.json()
 
 
 def test_a_second_run_on_a_busy_thread_is_rejected_or_queued(sdk):

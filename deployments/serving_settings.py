@@ -18,6 +18,8 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "rest_framework",
+    "drf_spectacular",  # GET /docs (agentserver/api_docs.py): its template and Swagger UI's files
+    "drf_spectacular_sidecar",
     "channels",
     "core",
     "accounts",
@@ -40,3 +42,8 @@ SERVE_STATIC = False
 CHAT_RUN_EXECUTOR = "web"  # a revision executes its own runs: nothing else serves its graphs
 # Runs are traced through LANGSMITH_* (deployments/environment.py); the tracing app is not installed here.
 CHAT_TRACING_PROJECT = ""
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    # SQLite keeps up to 2 MiB of pages per connection by default, and every thread here keeps its own connection
+    # (chat/db.py's pool, the views' thread, the periodic jobs): a revision's small database is in the OS's page
+    # cache anyway, so 512 KiB each is enough.
+    DATABASES["default"]["OPTIONS"]["init_command"] += " PRAGMA cache_size=-512;"  # noqa: F405

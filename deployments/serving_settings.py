@@ -47,3 +47,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     # (chat/db.py's pool, the views' thread, the periodic jobs): a revision's small database is in the OS's page
     # cache anyway, so 512 KiB each is enough.
     DATABASES["default"]["OPTIONS"]["init_command"] += " PRAGMA cache_size=-512;"  # noqa: F405
+    # Python's sqlite3 keeps 128 prepared statements per connection; the event log's bulk inserts (one statement
+    # per batch size) filled them with large programs, several MiB per connection. 32 hold the hot queries.
+    DATABASES["default"]["OPTIONS"]["cached_statements"] = 32  # noqa: F405

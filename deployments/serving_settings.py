@@ -12,6 +12,7 @@ from __future__ import annotations
 from config.settings import *  # noqa: F403
 
 INSTALLED_APPS = [
+    "deployments.serving_process.apps.LeanServingProcessConfig",  # first: see its ready()
     # Threads, runs and assistants belong to a workspace (accounts) or a user (auth, with contenttypes for its
     # permissions); callers are resolved from an API key or a session cookie (sessions), else anonymous.
     "django.contrib.auth",
@@ -25,7 +26,6 @@ INSTALLED_APPS = [
     "accounts",
     "chat",
     "agentserver",
-    "deployments.serving_process",
 ]
 # No admin, no pages, no session-based views: what the Agent Server views need (they resolve callers themselves,
 # chat/access.py) and the security headers.

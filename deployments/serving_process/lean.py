@@ -1,7 +1,8 @@
 """Libraries' optional extras that a serving process never uses, kept out of its memory.
 
 Some libraries import an extra whenever it is installed: DRF imports django.contrib.postgres (and psycopg) for its
-PostgreSQL fields and pygments for its browsable API, Twisted imports pyOpenSSL, cryptography and service_identity
+PostgreSQL fields and pygments for its browsable API, django.test (which drf-spectacular imports) imports jinja2 for
+its template tests, Twisted imports pyOpenSSL, cryptography and service_identity
 for TLS, autobahn imports click to colour its output, httpx imports its command line client (click, rich,
 pygments). The service needs those packages, so they are installed; a revision's process serves JSON over plain
 HTTP on loopback from SQLite and needs none of them: about 20 MiB. They are hidden only while the
@@ -45,6 +46,7 @@ def import_libraries(*, sqlite: bool) -> None:
     postgres = () if not sqlite else ("psycopg", "psycopg2")
     import_without_extras("rest_framework.serializers", "pygments", *postgres)
     import_without_extras("httpx", "httpx._main")
+    import_without_extras("django.test", "jinja2")
 
 
 def import_daphne() -> None:

@@ -130,6 +130,7 @@ INSTALLED_APPS = [
     "tracing",
     "exports",
     "deployments",
+    "deployments.serving_process",  # serve_graphs and check_graphs
     "agentauth",
     "chat",
     "agentserver",

@@ -14,10 +14,30 @@ import json
 import os
 import secrets
 
-from django.core.asgi import get_asgi_application
+import django
+from django.core.handlers.asgi import ASGIHandler
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deployments.serving_settings")
-django_app = get_asgi_application()  # also sets Django up before the consumers are imported
+django.setup(set_prefix=False)  # before the consumers are imported
+
+
+class SharedThreadASGIHandler(ASGIHandler):
+    """Django's ASGI handler, running every request's synchronous part (middleware, view) on one shared thread.
+
+    Django's own handler gives each request a thread of its own, which lives, with its database connection, until
+    the response ends: 50 callers waiting on runs meant 50 idle threads and SQLite connections, about 30 MiB. Here
+    the views only validate, write the run and return a stream that the event loop produces (agentserver/streams.py,
+    chat/db.py's pool for its reads), and SQLite takes one writer at a time anyway; so they share one thread, as
+    `sync_to_async(thread_sensitive=True)` does outside a request context.
+    """
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+        await self.handle(scope, receive, send)
+
+
+django_app = SharedThreadASGIHandler()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import re_path  # noqa: E402

@@ -7,10 +7,14 @@ unknown id picks the first.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
+import traceback
 
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
 
 from chat import graph_runtime
 from chat import services as chat_services
@@ -37,11 +41,11 @@ class Command(BaseCommand):
             raise CommandError(f"Cannot read {config}: {exc}") from None
         if not specs:
             raise CommandError(f"{config} lists no graphs.")
+        migrate_in_child()
         graph_runtime.configure_graphs(specs)
         # Load them all now: a graph that cannot load fails the start (and the deploy), not the first request.
         for name in specs:
             graph_runtime.get_served_graph(name)
-        call_command("migrate", interactive=False, verbosity=0)
         # This process is the database's only user: a run still marked running died with a previous process
         # (a crash, a restart by the reconciler). Fail it now, or its thread would refuse new runs.
         swept = chat_services.runs_sweep_dead(stale_seconds=0)
@@ -62,6 +66,9 @@ class Command(BaseCommand):
                          daemon=True).start()
 
     def _run_daphne(self, host: str, port: int) -> None:
+        from deployments.serving_process import lean
+
+        lean.import_daphne()
         from daphne.endpoints import build_endpoint_description_strings
         from daphne.server import Server
 
@@ -69,3 +76,33 @@ class Command(BaseCommand):
 
         Server(application=application, endpoints=build_endpoint_description_strings(host=host, port=port),
                verbosity=0).run()
+
+
+def migrate_in_child() -> None:
+    """Migrate the process's database in a forked child, which exits when done.
+
+    Loading and applying the migrations leaves about 8 MiB behind in the process that does it (model states, the
+    allocator's fragments), which a server would keep for its whole life. Without fork, or once threads run (a fork
+    would copy their locks held), it migrates in this process.
+    """
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        call_command("migrate", interactive=False, verbosity=0)
+        return
+    connections.close_all()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: never return into the parent's code
+        code = 1
+        try:
+            call_command("migrate", interactive=False, verbosity=0)
+            code = 0
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise CommandError("Migrating the database failed (see the error above).")

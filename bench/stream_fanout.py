@@ -265,6 +265,18 @@ async def measure(server: Server, k: int, n: int, harness_module) -> dict:
 
 
 # --- the paced scenario: latency as a user feels it -----------------------------------------------------------
+def run_queue_wait(pid: int) -> float:
+    """Seconds the process's threads have spent runnable but waiting for a core (/proc/<pid>/task/*/schedstat):
+    on shared cores, how much of a delay was the machine's rather than the server's."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / 1e9
+
+
 def percentile(values: list[float], q: float) -> float | None:
     return values[min(len(values) - 1, int(len(values) * q))] if values else None
 
@@ -284,7 +296,7 @@ async def measure_paced(server: Server, k: int, args, harness_module) -> dict:
         await asyncio.sleep(0.3)
         sampler = harness_module.ProcSampler([server.pid])
         sampler.start()
-        started, client_cpu0 = time.monotonic(), time.process_time()
+        started, client_cpu0, waited0 = time.monotonic(), time.process_time(), run_queue_wait(server.pid)
         command = {"id": 1, "method": "run.start",
                    "params": {"assistant_id": "paced", "input": {"rate": args.rate, "seconds": args.seconds}}}
         response = await http.post(server.commands_path.format(thread_id=thread), json=command)
@@ -292,6 +304,7 @@ async def measure_paced(server: Server, k: int, args, harness_module) -> dict:
         assert response.json().get("type") == "success", response.text
         await asyncio.wait_for(asyncio.gather(*tasks), args.seconds + 120)
         wall, client_cpu = time.monotonic() - started, time.process_time() - client_cpu0
+        waited = run_queue_wait(server.pid) - waited0
         usage = await sampler.stop()
     latencies = sorted(x for s in subs for x in s.latencies)
     n = int(args.rate * args.seconds)
@@ -302,6 +315,7 @@ async def measure_paced(server: Server, k: int, args, harness_module) -> dict:
         "p99_latency_ms": percentile(latencies, 0.99) * 1e3 if latencies else None,
         "max_latency_ms": latencies[-1] * 1e3 if latencies else None,
         "server_cpu_pct": usage["server_cpu_s"] / wall * 100, "client_cpu_pct": client_cpu / wall * 100,
+        "server_runq_wait_pct": waited / wall * 100,
         "peak_rss_mb": usage["server_peak_rss_mb"], "load_avg_1m": os.getloadavg()[0],
         "complete": all(s.received == n and s.terminal and not s.out_of_order and not s.error for s in subs),
         "errors": [s.error for s in subs if s.error][:3],
@@ -328,19 +342,22 @@ def run_server_paced(server: Server, args, harness_module, out) -> dict[int, dic
 def fmt_paced(row: dict) -> str:
     return (f"p50 {row['p50_latency_ms'] or 0:7.1f} ms  p99 {row['p99_latency_ms'] or 0:7.1f} ms  "
             f"max {row['max_latency_ms'] or 0:7.1f} ms  server CPU {row['server_cpu_pct']:5.1f} %  "
-            f"client CPU {row['client_cpu_pct']:5.1f} %  RSS {row['peak_rss_mb'] or 0:4.0f} MiB  "
+            f"client CPU {row['client_cpu_pct']:5.1f} %  runq wait {row['server_runq_wait_pct']:5.1f} %  "
+            f"RSS {row['peak_rss_mb'] or 0:4.0f} MiB  "
             f"load {row['load_avg_1m']:.2f}  {'ok' if row['complete'] else 'INCOMPLETE ' + str(row['errors'])}")
 
 
 def print_table_paced(results: dict[str, dict[int, dict]], ks: list[int]) -> None:
-    print("\n| K | server | p50 ms | p99 ms | max ms | server CPU % | client CPU % | peak RSS MiB | load (1 min) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| K | server | p50 ms | p99 ms | max ms | server CPU % | client CPU % | server waiting for a core % "
+          "| peak RSS MiB | load (1 min) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for k in ks:
         for name, rows in results.items():
             row = rows.get(k)
             if row:
                 print(f"| {k} | {name} | {row['p50_latency_ms'] or 0:.1f} | {row['p99_latency_ms'] or 0:.1f} | "
                       f"{row['max_latency_ms'] or 0:.0f} | {row['server_cpu_pct']:.1f} | {row['client_cpu_pct']:.1f} | "
+                      f"{row['server_runq_wait_pct']:.1f} | "
                       f"{row['peak_rss_mb'] or 0:.0f} | {row['load_avg_1m']:.2f} |")
 
 

@@ -13,9 +13,17 @@ SSE stream it starts one run and measures, median over `--reps`:
 and checks every subscriber got every event once, in order, plus the root terminal event. Client and servers share
 this machine's cores, so compare CPU per event and the ratios rather than absolute wall-clock figures.
 
+With `--paced`, latency as a user feels it instead: all servers serve bench/paced_graph.py, which emits `--rate`
+custom events a second (default 100) for `--seconds` (default 30), each carrying its emission time; for K = 1, 50,
+200 (one run each) K subscribers, raw-socket asyncio protocols in this one process (bench/raw_sse.py), take
+receive time − emission time of every event: p50, p99 and max, plus the server's CPU and the time its threads spent
+waiting for a core (/proc schedstat), and the 1-minute load average at the end of the run.
+
     .venv/bin/python bench/stream_fanout.py [--reps 3] [--k 1,10,50,200] [--n 2000]
-        [--harness ../shared/bench] [--peer-venv data/bench/peer-venv]
-        [--postgres-url postgres://postgres@127.0.0.1:5432/postgres] [--redis-url redis://127.0.0.1:6379/0]
+        [--paced [--rate 100] [--seconds 30]]
+        [--harness ../shared/bench] [--peer-venv data/bench/peer-venv] [--work data/bench/stream_fanout]
+        [--postgres-url postgres://postgres@127.0.0.1:5432/postgres] [--postgres-db bench_stream_fanout]
+        [--redis-url redis://127.0.0.1:6379/0] [--port-base N]
 
 The peer's virtualenv is created on first use (`pip install "langgraph-cli[inmem]==0.4.40"`, i.e. the versions of
 ../shared/reference/peer-langgraph-dev.md). Results are appended to `--json-out` as JSON lines.
@@ -258,7 +266,7 @@ async def measure(server: Server, k: int, n: int, harness_module) -> dict:
         "events_per_s": delivered / span if span > 0 else None,
         "cpu_us_per_event": usage["server_cpu_s"] / delivered * 1e6 if delivered else None,
         "p99_latency_ms": latencies[int(len(latencies) * 0.99) - 1] * 1e3 if latencies else None,
-        "peak_rss_mb": usage["server_peak_rss_mb"],
+        "peak_rss_mb": usage["server_peak_rss_mb"], "load_avg_1m": os.getloadavg()[0],
         "complete": all(s.received == n and s.terminal and not s.out_of_order and not s.error for s in subs),
         "errors": [s.error for s in subs if s.error][:3],
     }
@@ -389,7 +397,7 @@ def run_server(server: Server, args, harness_module, out) -> dict[int, dict]:
                 out.flush()
                 time.sleep(0.5)
             summary[k] = {key: median([r[key] for r in reps]) for key in
-                          ("events_per_s", "cpu_us_per_event", "p99_latency_ms", "peak_rss_mb")}
+                          ("events_per_s", "cpu_us_per_event", "p99_latency_ms", "peak_rss_mb", "load_avg_1m")}
             summary[k]["complete"] = all(r["complete"] for r in reps)
             print(f"  {server.name:28s} K={k:<4d} {fmt(summary[k])}", flush=True)
     finally:
@@ -400,14 +408,15 @@ def run_server(server: Server, args, harness_module, out) -> dict[int, dict]:
 def fmt(row: dict) -> str:
     return (f"{row['events_per_s'] or 0:9.0f} ev/s  {row['cpu_us_per_event'] or 0:7.1f} µs/ev  "
             f"p99 {row['p99_latency_ms'] or 0:8.1f} ms  RSS {row['peak_rss_mb'] or 0:6.0f} MiB  "
+            f"load {row['load_avg_1m'] or 0:.1f}  "
             f"{'ok' if row['complete'] else 'INCOMPLETE'}")
 
 
 def print_table(results: dict[str, dict[int, dict]], ks: list[int]) -> None:
     peer = results.get("langgraph dev")
     print("\n| K | server | delivered ev/s | server CPU µs/ev | p99 latency ms | peak RSS MiB "
-          "| vs peer (ev/s, CPU, RSS) |")
-    print("|---|---|---|---|---|---|---|")
+          "| vs peer (ev/s, CPU, RSS) | load (1 min) |")
+    print("|---|---|---|---|---|---|---|---|")
     for k in ks:
         for name, rows in results.items():
             row = rows.get(k)
@@ -420,7 +429,7 @@ def print_table(results: dict[str, dict[int, dict]], ks: list[int]) -> None:
                          f"{row['cpu_us_per_event'] / base['cpu_us_per_event']:.2f}×, "
                          f"{row['peak_rss_mb'] / base['peak_rss_mb']:.2f}×")
             print(f"| {k} | {name} | {row['events_per_s']:.0f} | {row['cpu_us_per_event']:.1f} | "
-                  f"{row['p99_latency_ms']:.0f} | {row['peak_rss_mb']:.0f} | {ratio} |")
+                  f"{row['p99_latency_ms']:.0f} | {row['peak_rss_mb']:.0f} | {ratio} | {row['load_avg_1m'] or 0:.1f} |")
 
 
 def main() -> None:

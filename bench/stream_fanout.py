@@ -13,9 +13,17 @@ SSE stream it starts one run and measures, median over `--reps`:
 and checks every subscriber got every event once, in order, plus the root terminal event. Client and servers share
 this machine's cores, so compare CPU per event and the ratios rather than absolute wall-clock figures.
 
+With `--paced`, latency as a user feels it instead: all servers serve bench/paced_graph.py, which emits `--rate`
+custom events a second (default 100) for `--seconds` (default 30), each carrying its emission time; for K = 1, 50,
+200 (one run each) K subscribers, raw-socket asyncio protocols in this one process (bench/raw_sse.py), take
+receive time − emission time of every event: p50, p99 and max, plus the server's CPU and the time its threads spent
+waiting for a core (/proc schedstat), and the 1-minute load average at the end of the run.
+
     .venv/bin/python bench/stream_fanout.py [--reps 3] [--k 1,10,50,200] [--n 2000]
-        [--harness ../shared/bench] [--peer-venv data/bench/peer-venv]
-        [--postgres-url postgres://postgres@127.0.0.1:5432/postgres] [--redis-url redis://127.0.0.1:6379/0]
+        [--paced [--rate 100] [--seconds 30]]
+        [--harness ../shared/bench] [--peer-venv data/bench/peer-venv] [--work data/bench/stream_fanout]
+        [--postgres-url postgres://postgres@127.0.0.1:5432/postgres] [--postgres-db bench_stream_fanout]
+        [--redis-url redis://127.0.0.1:6379/0] [--port-base N]
 
 The peer's virtualenv is created on first use (`pip install "langgraph-cli[inmem]==0.4.40"`, i.e. the versions of
 ../shared/reference/peer-langgraph-dev.md). Results are appended to `--json-out` as JSON lines.
@@ -41,14 +49,24 @@ from pathlib import Path
 
 import httpx
 import orjson
+import raw_sse  # a sibling module: benches run as scripts
 
 ROOT = Path(__file__).resolve().parent.parent
+PACED_GRAPH = Path(__file__).resolve().parent / "paced_graph.py"
 PEER_PACKAGES = ["langgraph-cli[inmem]==0.4.40", "langgraph-api==0.16.7", "langgraph-runtime-inmem==0.36.7"]
 CHANNELS = ["values", "messages", "custom", "lifecycle"]
 TERMINAL = {"completed", "failed", "interrupted"}
 
 
-def free_port() -> int:
+def free_port(base: int | None = None) -> int:
+    """A free port: the first of `base`, `base` + 1, ... (a range agreed with others on this machine), else any."""
+    for port in range(base, base + 100) if base else ():
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -105,14 +123,17 @@ def ensure_peer_venv(venv: Path) -> Path:
     return langgraph
 
 
-def start_peer(harness: Path, venv: Path, work: Path) -> Server:
+def start_peer(harness: Path, venv: Path, work: Path, args) -> Server:
     langgraph = ensure_peer_venv(venv)
     project = work / "peer-project"
     shutil.rmtree(project, ignore_errors=True)
     project.mkdir(parents=True)
-    for name in ("graphs.py", "langgraph.json"):
-        shutil.copy(harness / "langgraph_peer" / name, project / name)
-    port = free_port()
+    shutil.copy(harness / "langgraph_peer" / "graphs.py", project / "graphs.py")
+    shutil.copy(PACED_GRAPH, project / PACED_GRAPH.name)
+    config = json.loads((harness / "langgraph_peer" / "langgraph.json").read_text())
+    config["graphs"]["paced"] = f"./{PACED_GRAPH.name}:paced_graph"
+    (project / "langgraph.json").write_text(json.dumps(config))
+    port = free_port(args.port_base)
     log = work / "peer.log"
     # The three settings that keep `langgraph dev` offline (peer-langgraph-dev.md §2).
     env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true",
@@ -134,13 +155,14 @@ def ours_env(harness: Path, work: Path, config: str, args) -> dict[str, str]:
     env = {**os.environ, "DEBUG": "false", "SECRET_KEY": secrets.token_urlsafe(40),
            "FIELD_ENCRYPTION_KEY": Fernet.generate_key().decode(), "ALLOWED_HOSTS": "127.0.0.1,localhost",
            "DATA_DIR": str(work / config), "CHAT_ALLOW_ANONYMOUS": "true", "CHAT_MAX_STREAMS": "1000",
-           "CHAT_GRAPH": f"{harness / 'langgraph_peer' / 'graphs.py'}:events_graph", "PYTHONUNBUFFERED": "1",
+           "CHAT_GRAPH": (f"{PACED_GRAPH}:paced_graph" if args.paced
+                          else f"{harness / 'langgraph_peer' / 'graphs.py'}:events_graph"), "PYTHONUNBUFFERED": "1",
            "DJANGO_SETTINGS_MODULE": "config.settings"}
     for name in ("TEST_DB_SUFFIX", "DATABASE_URL", "REDIS_URL", "SQLITE_PATH"):
         env.pop(name, None)
     (work / config).mkdir(parents=True, exist_ok=True)
     if config == "postgres+redis":
-        env["DATABASE_URL"] = fresh_postgres_database(args.postgres_url, "bench_stream_fanout")
+        env["DATABASE_URL"] = fresh_postgres_database(args.postgres_url, args.postgres_db)
         env["REDIS_URL"] = args.redis_url
     return env
 
@@ -157,7 +179,7 @@ def fresh_postgres_database(server_url: str, name: str) -> str:
 def start_ours(harness: Path, work: Path, config: str, args) -> Server:
     env = ours_env(harness, work, config, args)
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    port = free_port()
+    port = free_port(args.port_base)
     log = work / f"ours-{config}.log"
     env["PUBLIC_BASE_URL"] = f"http://127.0.0.1:{port}"
     with open(log, "wb") as out:
@@ -244,10 +266,107 @@ async def measure(server: Server, k: int, n: int, harness_module) -> dict:
         "events_per_s": delivered / span if span > 0 else None,
         "cpu_us_per_event": usage["server_cpu_s"] / delivered * 1e6 if delivered else None,
         "p99_latency_ms": latencies[int(len(latencies) * 0.99) - 1] * 1e3 if latencies else None,
-        "peak_rss_mb": usage["server_peak_rss_mb"],
+        "peak_rss_mb": usage["server_peak_rss_mb"], "load_avg_1m": os.getloadavg()[0],
         "complete": all(s.received == n and s.terminal and not s.out_of_order and not s.error for s in subs),
         "errors": [s.error for s in subs if s.error][:3],
     }
+
+
+# --- the paced scenario: latency as a user feels it -----------------------------------------------------------
+def run_queue_wait(pid: int) -> float:
+    """Seconds the process's threads have spent runnable but waiting for a core (/proc/<pid>/task/*/schedstat):
+    on shared cores, how much of a delay was the machine's rather than the server's."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / 1e9
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    return values[min(len(values) - 1, int(len(values) * q))] if values else None
+
+
+async def measure_paced(server: Server, k: int, args, harness_module) -> dict:
+    """K raw-socket subscribers (this one process) on one thread, while the paced graph streams `rate` events/s."""
+    async with httpx.AsyncClient(base_url=server.url, timeout=httpx.Timeout(60, connect=10)) as http:
+        thread = str(uuid.uuid4())
+        if server.create_thread:
+            (await http.post("/threads", json={"thread_id": thread, "if_exists": "do_nothing"})).raise_for_status()
+        host, port = server.url.removeprefix("http://").split(":")
+        path = server.stream_path.format(thread_id=thread)
+        subs, readies = [raw_sse.RawSubscriber() for _ in range(k)], [asyncio.Event() for _ in range(k)]
+        tasks = [asyncio.create_task(raw_sse.subscribe(host, int(port), path, {"channels": CHANNELS}, s, r))
+                 for s, r in zip(subs, readies, strict=True)]
+        await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), 60)
+        await asyncio.sleep(0.3)
+        sampler = harness_module.ProcSampler([server.pid])
+        sampler.start()
+        started, client_cpu0, waited0 = time.monotonic(), time.process_time(), run_queue_wait(server.pid)
+        command = {"id": 1, "method": "run.start",
+                   "params": {"assistant_id": "paced", "input": {"rate": args.rate, "seconds": args.seconds}}}
+        response = await http.post(server.commands_path.format(thread_id=thread), json=command)
+        response.raise_for_status()
+        assert response.json().get("type") == "success", response.text
+        await asyncio.wait_for(asyncio.gather(*tasks), args.seconds + 900)
+        wall, client_cpu = time.monotonic() - started, time.process_time() - client_cpu0
+        waited = run_queue_wait(server.pid) - waited0
+        usage = await sampler.stop()
+    latencies = sorted(x for s in subs for x in s.latencies)
+    n = int(args.rate * args.seconds)
+    return {
+        "mode": "paced", "server": server.name, "k": k, "rate": args.rate, "seconds": args.seconds,
+        "delivered": sum(s.received for s in subs),
+        "p50_latency_ms": percentile(latencies, 0.50) * 1e3 if latencies else None,
+        "p99_latency_ms": percentile(latencies, 0.99) * 1e3 if latencies else None,
+        "max_latency_ms": latencies[-1] * 1e3 if latencies else None,
+        "server_cpu_pct": usage["server_cpu_s"] / wall * 100, "client_cpu_pct": client_cpu / wall * 100,
+        "server_runq_wait_pct": waited / wall * 100,
+        "peak_rss_mb": usage["server_peak_rss_mb"], "load_avg_1m": os.getloadavg()[0],
+        "complete": all(s.received == n and s.terminal and not s.out_of_order and not s.error for s in subs),
+        "errors": [s.error for s in subs if s.error][:3],
+    }
+
+
+def run_server_paced(server: Server, args, harness_module, out) -> dict[int, dict]:
+    summary = {}
+    try:
+        # Warm-up: imports, first-run caches (one second of events, one subscriber).
+        asyncio.run(measure_paced(server, 1, argparse.Namespace(rate=args.rate, seconds=1), harness_module))
+        for k in args.k:
+            row = asyncio.run(measure_paced(server, k, args, harness_module))
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+            summary[k] = row
+            print(f"  {server.name:28s} K={k:<4d} {fmt_paced(row)}", flush=True)
+            time.sleep(0.5)
+    finally:
+        server.stop()
+    return summary
+
+
+def fmt_paced(row: dict) -> str:
+    return (f"p50 {row['p50_latency_ms'] or 0:7.1f} ms  p99 {row['p99_latency_ms'] or 0:7.1f} ms  "
+            f"max {row['max_latency_ms'] or 0:7.1f} ms  server CPU {row['server_cpu_pct']:5.1f} %  "
+            f"client CPU {row['client_cpu_pct']:5.1f} %  runq wait {row['server_runq_wait_pct']:5.1f} %  "
+            f"RSS {row['peak_rss_mb'] or 0:4.0f} MiB  "
+            f"load {row['load_avg_1m']:.2f}  {'ok' if row['complete'] else 'INCOMPLETE ' + str(row['errors'])}")
+
+
+def print_table_paced(results: dict[str, dict[int, dict]], ks: list[int]) -> None:
+    print("\n| K | server | p50 ms | p99 ms | max ms | server CPU % | client CPU % | server waiting for a core % "
+          "| peak RSS MiB | load (1 min) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for k in ks:
+        for name, rows in results.items():
+            row = rows.get(k)
+            if row:
+                print(f"| {k} | {name} | {row['p50_latency_ms'] or 0:.1f} | {row['p99_latency_ms'] or 0:.1f} | "
+                      f"{row['max_latency_ms'] or 0:.0f} | {row['server_cpu_pct']:.1f} | {row['client_cpu_pct']:.1f} | "
+                      f"{row['server_runq_wait_pct']:.1f} | "
+                      f"{row['peak_rss_mb'] or 0:.0f} | {row['load_avg_1m']:.2f} |")
 
 
 # --- driver -------------------------------------------------------------------------------------------------------
@@ -278,7 +397,7 @@ def run_server(server: Server, args, harness_module, out) -> dict[int, dict]:
                 out.flush()
                 time.sleep(0.5)
             summary[k] = {key: median([r[key] for r in reps]) for key in
-                          ("events_per_s", "cpu_us_per_event", "p99_latency_ms", "peak_rss_mb")}
+                          ("events_per_s", "cpu_us_per_event", "p99_latency_ms", "peak_rss_mb", "load_avg_1m")}
             summary[k]["complete"] = all(r["complete"] for r in reps)
             print(f"  {server.name:28s} K={k:<4d} {fmt(summary[k])}", flush=True)
     finally:
@@ -289,14 +408,15 @@ def run_server(server: Server, args, harness_module, out) -> dict[int, dict]:
 def fmt(row: dict) -> str:
     return (f"{row['events_per_s'] or 0:9.0f} ev/s  {row['cpu_us_per_event'] or 0:7.1f} µs/ev  "
             f"p99 {row['p99_latency_ms'] or 0:8.1f} ms  RSS {row['peak_rss_mb'] or 0:6.0f} MiB  "
+            f"load {row['load_avg_1m'] or 0:.1f}  "
             f"{'ok' if row['complete'] else 'INCOMPLETE'}")
 
 
 def print_table(results: dict[str, dict[int, dict]], ks: list[int]) -> None:
     peer = results.get("langgraph dev")
     print("\n| K | server | delivered ev/s | server CPU µs/ev | p99 latency ms | peak RSS MiB "
-          "| vs peer (ev/s, CPU, RSS) |")
-    print("|---|---|---|---|---|---|---|")
+          "| vs peer (ev/s, CPU, RSS) | load (1 min) |")
+    print("|---|---|---|---|---|---|---|---|")
     for k in ks:
         for name, rows in results.items():
             row = rows.get(k)
@@ -309,12 +429,19 @@ def print_table(results: dict[str, dict[int, dict]], ks: list[int]) -> None:
                          f"{row['cpu_us_per_event'] / base['cpu_us_per_event']:.2f}×, "
                          f"{row['peak_rss_mb'] / base['peak_rss_mb']:.2f}×")
             print(f"| {k} | {name} | {row['events_per_s']:.0f} | {row['cpu_us_per_event']:.1f} | "
-                  f"{row['p99_latency_ms']:.0f} | {row['peak_rss_mb']:.0f} | {ratio} |")
+                  f"{row['p99_latency_ms']:.0f} | {row['peak_rss_mb']:.0f} | {ratio} | {row['load_avg_1m'] or 0:.1f} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--k", type=lambda s: [int(x) for x in s.split(",")], default=[1, 10, 50, 200])
+    parser.add_argument("--k", type=lambda s: [int(x) for x in s.split(",")], default=None,
+                        help="subscriber counts (default 1,10,50,200; with --paced 1,50,200)")
+    parser.add_argument("--paced", action="store_true",
+                        help="the paced scenario: --rate events/s for --seconds, p50/p99 emission-to-delivery")
+    parser.add_argument("--rate", type=float, default=100.0)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--port-base", type=int, default=None, help="try ports from here on (default: any free)")
+    parser.add_argument("--postgres-db", default="bench_stream_fanout", help="created afresh, left behind")
     parser.add_argument("--n", type=int, default=2000, help="custom events per run")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--harness", type=Path, default=ROOT.parent / "shared" / "bench")
@@ -326,6 +453,7 @@ def main() -> None:
                         help="comma-separated subset of peer, sqlite, postgres+redis")
     parser.add_argument("--json-out", type=Path, default=ROOT / "data" / "bench" / "stream_fanout.jsonl")
     args = parser.parse_args()
+    args.k = args.k or ([1, 50, 200] if args.paced else [1, 10, 50, 200])
     harness = load_harness(args.harness.resolve())
     args.work.mkdir(parents=True, exist_ok=True)
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
@@ -335,11 +463,11 @@ def main() -> None:
         for name in ("peer", "sqlite", "postgres+redis"):
             if name not in wanted:
                 continue
-            server = (start_peer(args.harness.resolve(), args.peer_venv, args.work) if name == "peer"
+            server = (start_peer(args.harness.resolve(), args.peer_venv, args.work, args) if name == "peer"
                       else start_ours(args.harness.resolve(), args.work, name, args))
             print(f"# {server.name}: {server.url} (pid {server.pid})", flush=True)
-            results[server.name] = run_server(server, args, harness, out)
-    print_table(results, args.k)
+            results[server.name] = (run_server_paced if args.paced else run_server)(server, args, harness, out)
+    (print_table_paced if args.paced else print_table)(results, args.k)
 
 
 if __name__ == "__main__":

@@ -18,10 +18,11 @@ from chat.access import ChatAccessError
 from chat.branches import NoSuchCheckpoint, branch_map, checkpoint_tree, off_branch_runs
 from chat.graph_runtime import get_served_graph
 from chat.http import BadBody, ChatConsumer, parse_json
-from chat.hub import Subscriber, hubs, wait_event
+from chat.hub import BATCH_BYTES, Subscriber, hubs, wait_event
 from chat.models import ChatRun
 from chat.runner import runs
 from chat.subscriptions import InvalidSubscription, parse_subscription
+from core.daphne_compat import ResponseFlow, response_flow
 
 log = logging.getLogger("chat.consumers")
 SSE_HEADERS = [(b"Content-Type", b"text/event-stream"), (b"Cache-Control", b"no-cache, no-transform"),
@@ -210,20 +211,42 @@ class StreamConsumer(ChatConsumer):
                 return cursor
 
     async def _live(self, subscriber: Subscriber, cursor: int) -> None:
+        flow = response_flow(self.base_send)
+        try:
+            await self._send_live(subscriber, cursor, flow)
+        finally:
+            if flow is not None:
+                flow.close()
+
+    async def _send_live(self, subscriber: Subscriber, cursor: int, flow: ResponseFlow | None) -> None:
         interval = settings.CHAT_SSE_HEARTBEAT_SECONDS
         next_heartbeat = time.monotonic() + interval
         while not subscriber.overflowed:
-            await wait_event(subscriber.wakeup, max(0.0, next_heartbeat - time.monotonic()))
-            frames = []
-            for seq, data in subscriber.take():
-                if seq > cursor:
-                    frames.append(data)
-                    cursor = seq
+            timeout = max(0.0, next_heartbeat - time.monotonic())
+            if flow is not None and not flow.writable.is_set():
+                # The client has not read what was written yet: new frames wait in the hub, shared by all its
+                # subscribers, instead of in this connection's buffer. A connection with unread data needs no
+                # heartbeat; a client that stops reading for good overflows (MAX_PENDING_FRAMES) and is let go.
+                if not await wait_event(flow.writable, timeout):
+                    next_heartbeat = time.monotonic() + interval
+                continue
+            await wait_event(subscriber.wakeup, timeout)
+            chunks = []
+            for batch in subscriber.take_batches(max_bytes=BATCH_BYTES):
+                if batch.seqs[0] > cursor:
+                    chunks.append(batch.data)
+                elif batch.seqs[-1] > cursor:
+                    # Only right after the replay: the batch began before the replay's end.
+                    chunks.extend(data for seq, data in zip(batch.seqs, batch.frames, strict=True) if seq > cursor)
+                else:
+                    continue
+                cursor = batch.seqs[-1]
             if time.monotonic() >= next_heartbeat:
-                frames.append(b": heartbeat\n\n")
+                chunks.append(b": heartbeat\n\n")
                 next_heartbeat = time.monotonic() + interval
-            if frames:
-                await self.send_body(b"".join(frames), more_body=True)
+            # One chunk (the usual case) is the batch's own bytes, shared with the group's other subscribers.
+            if chunks:
+                await self.send_body(chunks[0] if len(chunks) == 1 else b"".join(chunks), more_body=True)
 
     async def http_disconnect(self, message):
         task = getattr(self, "stream_task", None)

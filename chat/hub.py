@@ -32,6 +32,10 @@ log = logging.getLogger("chat.hub")
 WAKE_TYPE = "chat.wake"
 # A subscriber this far behind is disconnected; it resumes from the store with its last event id.
 MAX_PENDING_FRAMES = 20_000
+# Frames are shared in batches of about this size, which is also about what a stream writes at a time: Daphne has
+# no backpressure, so whatever a stream writes waits in its connection's buffer (a copy per connection) until the
+# client reads it.
+BATCH_BYTES = 16 * 1024
 SAFETY_POLL_SECONDS = 30.0
 
 
@@ -83,28 +87,108 @@ async def publish(thread_id: str, seq: int) -> None:
                     exc_info=True)
 
 
-class Subscriber:
-    """One SSE connection's live queue. The hub appends `(seq, frame)`; the connection drains it."""
+class FrameBatch:
+    """The frames one dispatch gave a filter group, shared by all its subscribers: each holds a reference, no copy.
 
-    __slots__ = ("subscription", "pending", "wakeup", "overflowed")
+    `data` is the frames joined, so a caught-up subscriber writes the very same bytes object as all the others.
+    """
+
+    __slots__ = ("seqs", "frames", "data", "end")
+
+    def __init__(self, seqs: list[int], frames: list[bytes], end: int):
+        self.seqs, self.frames, self.end = seqs, frames, end
+        self.data = frames[0] if len(frames) == 1 else b"".join(frames)
+
+
+class FilterGroup:
+    """The subscribers of a hub with one filter, and the batches of frames not all of them have taken yet.
+
+    Each subscriber keeps a position in `batches`; what every member has taken is dropped when the next batch comes.
+    With 200 subscribers, a frame costs one reference per batch instead of one `(seq, frame)` tuple per subscriber.
+    """
+
+    __slots__ = ("subscription", "members", "batches", "first", "frames")
 
     def __init__(self, subscription: Subscription):
         self.subscription = subscription
-        self.pending: list[tuple[int, bytes]] = []
+        self.members: set[Subscriber] = set()
+        self.batches: list[FrameBatch] = []
+        self.first = 0  # the position of batches[0]
+        self.frames = 0  # frames appended so far
+
+    @property
+    def end(self) -> int:
+        return self.first + len(self.batches)
+
+    def join(self, subscriber: Subscriber) -> None:
+        subscriber.group, subscriber.position, subscriber.taken = self, self.end, self.frames
+        self.members.add(subscriber)
+
+    def append(self, seqs: list[int], frames: list[bytes]) -> None:
+        self._trim()
+        start = size = 0
+        for index, frame in enumerate(frames):
+            size += len(frame)
+            if size >= BATCH_BYTES or index == len(frames) - 1:
+                self.frames += index + 1 - start
+                self.batches.append(FrameBatch(seqs[start:index + 1], frames[start:index + 1], self.frames))
+                start, size = index + 1, 0
+        for subscriber in self.members:
+            subscriber.notify()
+
+    def _trim(self) -> None:
+        # An overflowed subscriber holds nothing back: it ends its stream and resumes from the store.
+        low = min((s.position for s in self.members if not s.overflowed), default=self.end)
+        if low > self.first:
+            del self.batches[:low - self.first]
+            self.first = low
+
+
+class Subscriber:
+    """One SSE connection's place in its filter group's batches. The hub appends; the connection takes."""
+
+    __slots__ = ("subscription", "group", "position", "taken", "wakeup", "overflowed")
+
+    def __init__(self, subscription: Subscription):
+        self.subscription = subscription
+        self.group: FilterGroup | None = None
+        self.position = 0  # the next batch of the group to take
+        self.taken = 0  # the group's frame count through the last batch taken
         self.wakeup = asyncio.Event()
         self.overflowed = False
 
-    def push(self, seq: int, data: bytes) -> None:
-        if len(self.pending) >= MAX_PENDING_FRAMES:
+    def notify(self) -> None:
+        if self.group.frames - self.taken > MAX_PENDING_FRAMES:
             self.overflowed = True
-        else:
-            self.pending.append((seq, data))
         self.wakeup.set()
 
+    def take_batches(self, max_bytes: int | None = None) -> list[FrameBatch]:
+        """The batches appended since the last take, oldest first (shared: do not change them).
+
+        With `max_bytes`, only the first batches that fit (at least one); `wakeup` stays set while more are left.
+        """
+        group = self.group
+        if group is None or self.position < group.first:
+            # Only an overflowed subscriber falls behind what is kept: it gets no gap, just its stream's end.
+            self.wakeup.clear()
+            return []
+        start = stop = self.position - group.first
+        size = 0
+        while stop < len(group.batches) and (max_bytes is None or stop == start
+                                             or size + len(group.batches[stop].data) <= max_bytes):
+            size += len(group.batches[stop].data)
+            stop += 1
+        batches = group.batches[start:stop]
+        self.position = group.first + stop
+        if stop == len(group.batches):
+            self.wakeup.clear()
+        if batches:
+            self.taken = batches[-1].end
+        return batches
+
     def take(self) -> list[tuple[int, bytes]]:
-        items, self.pending = self.pending, []
-        self.wakeup.clear()
-        return items
+        """The frames appended since the last take, as `(seq, frame)`, oldest first."""
+        return [pair for batch in self.take_batches() for pair in zip(batch.seqs, batch.frames, strict=True)]
 
 
 class ThreadHub:
@@ -112,7 +196,7 @@ class ThreadHub:
         self.thread_id = thread_id
         self.last_seq = 0
         # Subscribers grouped by filter: an event is matched once per distinct filter, not once per subscriber.
-        self.groups: dict[tuple, tuple[Subscription, set[Subscriber]]] = {}
+        self.groups: dict[tuple, FilterGroup] = {}
         self.ready: asyncio.Future = asyncio.get_running_loop().create_future()
         # Events that exist only in memory (the store refused them), dispatched once the store is read up to them.
         self.unstored: list[StoredEvent] = []
@@ -121,18 +205,21 @@ class ThreadHub:
 
     @property
     def size(self) -> int:
-        return sum(len(members) for _, members in self.groups.values())
+        return sum(len(group.members) for group in self.groups.values())
 
     def add(self, subscriber: Subscriber) -> None:
         key = subscriber.subscription.filter_key
-        self.groups.setdefault(key, (subscriber.subscription, set()))[1].add(subscriber)
+        group = self.groups.get(key)
+        if group is None:
+            group = self.groups[key] = FilterGroup(subscriber.subscription)
+        group.join(subscriber)
 
     def remove(self, subscriber: Subscriber) -> None:
         key = subscriber.subscription.filter_key
-        entry = self.groups.get(key)
-        if entry:
-            entry[1].discard(subscriber)
-            if not entry[1]:
+        group = self.groups.get(key)
+        if group:
+            group.members.discard(subscriber)
+            if not group.members:
                 del self.groups[key]
 
     def wake(self) -> None:
@@ -164,12 +251,15 @@ class ThreadHub:
         await listener.leave(self.thread_id)
 
     def dispatch(self, events: list[StoredEvent]) -> None:
-        for subscription, members in self.groups.values():
+        for group in self.groups.values():
+            matches, frame = group.subscription.matches, group.subscription.frame
+            seqs, frames = [], []
             for event in events:
-                if subscription.matches(event.channel, event.namespace):
-                    data = subscription.frame(event)
-                    for subscriber in members:
-                        subscriber.push(event.seq, data)
+                if matches(event.channel, event.namespace):
+                    seqs.append(event.seq)
+                    frames.append(frame(event))
+            if frames:
+                group.append(seqs, frames)
 
     async def _pump(self) -> None:
         try:

@@ -16,6 +16,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_asgi_app = get_asgi_application()
 
 from core.daphne_compat import answer_oversized_request_heads, disable_twisted_form_parsing  # noqa: E402
+from core.heap import freeze_loaded_objects  # noqa: E402
 
 # Twisted would answer 400 to multipart bodies it cannot parse itself (zstd traces) before Django,
 # and close the connection without an answer on a request line over 16 KiB.
@@ -46,3 +47,6 @@ hold_database_files()
 application = ExecutorStarter(ProtocolTypeRouter(
     {"http": URLRouter([*http_routes(django_asgi_app), re_path(r"", django_asgi_app)])}
 ))
+
+# Last: what is loaded by now lives as long as the process, and full collections need not walk it again and again.
+freeze_loaded_objects()

@@ -1,4 +1,4 @@
-"""Keep Daphne's HTTP layer (Twisted) from parsing request bodies that Django parses anyway.
+"""Keep Daphne's HTTP layer (Twisted) from parsing request bodies that Django parses anyway; other Daphne fixes.
 
 Twisted's `http.Request` parses every `multipart/form-data` POST body into `request.args`, which
 Daphne never reads, and answers a bare 400 when it cannot: a zstd-compressed multipart body (what
@@ -9,6 +9,8 @@ set; this sets it.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 
 
@@ -81,3 +83,48 @@ def _refuse_head(channel, status: int) -> None:
     channel.transport.write(b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
                             b"Connection: close\r\n\r\n%s" % (status, reason, len(body), body))
     channel.loseConnection()
+
+
+class ResponseFlow:
+    """Whether the client keeps up with a streaming response Daphne serves: a push producer on its Twisted request.
+
+    Daphne gives an ASGI app no backpressure: every body chunk it is sent joins the connection's buffer, however
+    slowly the client reads, so a fast stream to slow clients grows the process by what they have not read. Twisted
+    pauses a request's producer when its connection's buffer passes 64 KiB and resumes it once the buffer is empty;
+    `writable` follows that. Call `close()` before the response's last body message.
+    """
+
+    def __init__(self, request) -> None:
+        self.request = request
+        self.writable = asyncio.Event()
+        self.writable.set()
+        request.registerProducer(self, True)
+
+    def pauseProducing(self) -> None:
+        self.writable.clear()
+
+    def resumeProducing(self) -> None:
+        self.writable.set()
+
+    def stopProducing(self) -> None:
+        self.writable.set()
+
+    def close(self) -> None:
+        # After a disconnect the request has no channel left to unregister from.
+        if self.request.producer is self and self.request.channel is not None:
+            self.request.unregisterProducer()
+        self.writable.set()
+
+
+def response_flow(send) -> ResponseFlow | None:
+    """A ResponseFlow for the response that `send` (an ASGI send callable) writes, or None when Daphne does not serve
+    it (tests' in-process communicators) or the request already has a producer."""
+    try:
+        from daphne.http_protocol import WebRequest
+    except ImportError:  # not running under Daphne
+        return None
+    # Daphne's send is `partial(server.handle_reply, request)`, and Channels passes it to consumers unchanged.
+    request = send.args[0] if isinstance(send, functools.partial) and send.args else None
+    if not isinstance(request, WebRequest) or request.producer is not None or request.channel is None:
+        return None
+    return ResponseFlow(request)

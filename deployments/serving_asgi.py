@@ -45,6 +45,7 @@ from django.urls import re_path  # noqa: E402
 from chat.run_queue import ExecutorStarter  # noqa: E402
 from config.routing import http_routes  # noqa: E402
 from core.daphne_compat import disable_twisted_form_parsing  # noqa: E402
+from core.heap import freeze_loaded_objects  # noqa: E402
 
 disable_twisted_form_parsing()
 
@@ -79,3 +80,5 @@ application = RequireServingToken(
     ExecutorStarter(ProtocolTypeRouter({"http": URLRouter(routes)})),
     os.environ.get("SERVE_GRAPHS_TOKEN"),
 )
+# Last: what is loaded by now lives as long as the process, and full collections need not walk it again and again.
+freeze_loaded_objects()

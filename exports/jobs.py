@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from core.registry import job_handler, periodic
-from exports import export_services, runner, services
+from exports import export_services, services
 
 
 @periodic("exports.purge_credentials", every_seconds=600)
@@ -17,6 +17,10 @@ def purge_credentials() -> None:
 @job_handler(export_services.RUN_JOB, queue="exports")
 def run_export(job, lease) -> None:
     """One export run (a UTC day of an export), resumed from its cursor when a worker took it over."""
+    # Imported here: the runner loads pyarrow (about 25 MiB), which only a worker running an export needs, not every
+    # web process that registers the job handlers.
+    from exports import runner
+
     runner.execute(run_id=job.payload["run_id"], lease=lease)
 
 

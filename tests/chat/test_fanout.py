@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 import time
 import uuid
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -17,6 +19,7 @@ from tests.chat.chat_support import (
     command,
     is_root_terminal,
     live_chat_server,
+    parse_frames,
     replay,
     wait_for_run_end,
 )
@@ -81,6 +84,48 @@ async def test_fifty_concurrent_subscribers_receive_identical_sequences(servers,
     assert all(r == reference for r in results)
     custom = [e["params"]["data"]["i"] for e in reference if e["method"] == "custom"]
     assert custom == list(range(400))
+
+
+def open_unread_stream(base: str, thread: str) -> socket.socket:
+    """A stream whose client reads nothing after the headers, with a small receive buffer: the server's fills up."""
+    address = urlsplit(base)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(60)
+    sock.connect((address.hostname, address.port))
+    body = b'{"channels": ["custom", "lifecycle"]}'
+    # HTTP/1.0: the body comes unchunked, so the frames can be read straight off the socket.
+    sock.sendall(b"POST /api/threads/%s/stream HTTP/1.0\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\n\r\n%s" % (thread.encode(), address.netloc.encode(), len(body), body))
+    head = b""
+    while b": connected\n\n" not in head:
+        head += sock.recv(1024)
+    assert head.split(b" ", 2)[1] == b"200", head
+    return sock
+
+
+def read_until_root_terminal(sock: socket.socket) -> list[dict]:
+    text, events = "", []
+    while not events or not is_root_terminal(events[-1]):
+        chunk = sock.recv(65536)
+        assert chunk, "the stream ended before the run did"
+        complete, _, text = (text + chunk.decode()).rpartition("\n\n")
+        events += [f.data for f in parse_frames(complete + "\n\n") if f.data is not None]
+    return events
+
+
+def test_a_subscriber_that_reads_only_after_the_run_ended_still_gets_every_event_once_in_order(servers):
+    # The server stops writing to a connection whose client does not read (the frames wait in the hub): what it
+    # holds back must all come once the client reads.
+    base = servers[0]
+    thread = str(uuid.uuid4())
+    with open_unread_stream(base, thread) as sock:
+        start_events_run(base, thread, 6000)
+        wait_for_run_end(base, thread, timeout=120)
+        events = read_until_root_terminal(sock)
+    assert [e["params"]["data"]["i"] for e in events if e["method"] == "custom"] == list(range(6000))
+    assert [e["seq"] for e in events] == sorted({e["seq"] for e in events})
+    assert events == replay(base, thread, {"channels": ["custom", "lifecycle"]})
 
 
 def test_a_run_in_one_process_streams_to_a_subscriber_of_another(servers):

@@ -30,7 +30,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -40,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from bench_support import stop_process_group  # noqa: E402 - a sibling module: benches run as scripts
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "tests" / "agentserver" / "project"
@@ -102,13 +102,7 @@ class Server:
     log: Path
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_process_group(self.process)
 
 
 def port_in(low: int, high: int, taken: set[int]) -> int:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -38,3 +40,15 @@ def setup_django_on(backend: str, *, postgres_url: str, sqlite_path: Path) -> No
     django.setup()
     # As in production: no per-query debug logging.
     settings.DEBUG = False
+
+
+def stop_process_group(process: subprocess.Popen, timeout: float = 20) -> None:
+    """SIGTERM a server started in its own process group, then SIGKILL it if it has not exited within `timeout`."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

@@ -37,7 +37,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -50,6 +49,7 @@ from pathlib import Path
 import httpx
 import orjson
 import raw_sse  # a sibling module: benches run as scripts
+from bench_support import stop_process_group  # noqa: E402 - a sibling module
 
 ROOT = Path(__file__).resolve().parent.parent
 PACED_GRAPH = Path(__file__).resolve().parent / "paced_graph.py"
@@ -99,13 +99,7 @@ class Server:
     extra: dict = field(default_factory=dict)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_process_group(self.process)
 
     @property
     def pid(self) -> int:

@@ -6,18 +6,17 @@ one `get_tuple` per ancestor; ours must give the same result for every checkpoin
 
 from __future__ import annotations
 
-import asyncio
 import operator
 from typing import Annotated, TypedDict
 
 import pytest
-from django.db import connections
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 
 from chat.checkpoint_history import delta_channel_history
 from chat.checkpointer import DjangoCheckpointSaver
+from tests.chat.test_checkpointer import in_thread
 
 # Graphs run on the saver's own threads and connections (async methods): they only see committed data.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -72,16 +71,6 @@ def thread(thread_id: str, checkpoint_id: str | None = None) -> dict:
     return {"configurable": configurable}
 
 
-async def in_thread(fn, *args):
-    """Run sync saver calls on another thread, closing its connection afterwards."""
-
-    def call():
-        try:
-            return fn(*args)
-        finally:
-            connections.close_all()
-
-    return await asyncio.to_thread(call)
 
 
 def compare_with_the_reference_walk(saver: DjangoCheckpointSaver, thread_id: str, channels: list[str]) -> list:

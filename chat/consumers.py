@@ -29,6 +29,7 @@ SSE_HEADERS = [(b"Content-Type", b"text/event-stream"), (b"Cache-Control", b"no-
                (b"Connection", b"keep-alive"), (b"X-Accel-Buffering", b"no")]
 DEFAULT_TITLE = "New conversation"
 STOP_WAIT_SECONDS = 5.0
+PAUSE_LIMIT_SECONDS = 1.0
 
 
 class ThreadListConsumer(ChatConsumer):
@@ -227,9 +228,10 @@ class StreamConsumer(ChatConsumer):
                 # The client has not read what was written yet: new frames wait in the hub, shared by all its
                 # subscribers, instead of in this connection's buffer. A connection with unread data needs no
                 # heartbeat; a client that stops reading for good overflows (MAX_PENDING_FRAMES) and is let go.
-                if not await wait_event(flow.writable, timeout):
+                # Never longer than PAUSE_LIMIT_SECONDS at a time: a resume Twisted does not report must not stall
+                # the stream (then it writes as it did without flow control).
+                if not await wait_event(flow.writable, min(timeout, PAUSE_LIMIT_SECONDS)):
                     next_heartbeat = time.monotonic() + interval
-                continue
             await wait_event(subscriber.wakeup, timeout)
             chunks = []
             for batch in subscriber.take_batches(max_bytes=BATCH_BYTES):

@@ -6,6 +6,7 @@ import uuid
 
 from django.utils.crypto import constant_time_compare
 
+from accounts.keys import KEY_PREFIX, hash_key
 from accounts.models import ApiKey, Workspace
 from core.exceptions import NotFound
 
@@ -14,8 +15,6 @@ _DUMMY_HASH = "0" * 128
 
 def api_key_authenticate(*, raw_key: str) -> ApiKey | None:
     """Return the usable key that `raw_key` is, or None (unknown, revoked or expired)."""
-    from accounts.services import KEY_PREFIX, hash_key
-
     parts = raw_key.split("_", 2)
     prefix = parts[1] if len(parts) == 3 and parts[0] == KEY_PREFIX else ""
     # `prefix` is unique: a plain LIMIT 1, without the ORDER BY (and its query clone) that first() adds.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from datetime import datetime
 
@@ -11,16 +10,10 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from accounts.keys import KEY_PREFIX, hash_key
 from accounts.models import ApiKey, Workspace
 from accounts.permissions import ALL_PERMISSIONS
 from core.exceptions import BadRequest, Conflict
-
-KEY_PREFIX = "lgk"
-
-
-def hash_key(raw_key: str) -> str:
-    # A fast hash is right here: the secret has 256 bits of entropy, nothing to brute-force.
-    return hashlib.sha512(raw_key.encode()).hexdigest()
 
 
 def workspace_create(*, name: str) -> Workspace:

@@ -13,8 +13,6 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
-
 from chat import db, run_queue, selectors, services
 from chat.access import Caller
 from chat.graph_runtime import get_served_graph, graph_name_for
@@ -146,7 +144,7 @@ async def start_run(thread, run_input: dict | None, *, checkpoint_id: str | None
                  graph_name=graph_name)
     if queue is not None:
         return run_id
-    workspace_id = thread.workspace_id or await db.run(chat_workspace_id)
+    workspace_id = thread.workspace_id or await db.run(services.chat_workspace_id)
     runs.start(RunRequest(thread_id=thread.id, run_id=run_id, input=run_input, checkpoint_id=checkpoint_id,
                           metadata=metadata, tracing_workspace_id=workspace_id, graph_name=graph_name))
     return run_id
@@ -191,19 +189,6 @@ async def end_if_orphaned(run_id) -> str | None:
         if thread_id is not None:
             await publish(thread_id, last_seq)
     return status
-
-
-_chat_workspace_id = None
-
-
-def chat_workspace_id():
-    """CHAT_WORKSPACE's id (created when missing): where browser and anonymous threads are traced."""
-    global _chat_workspace_id
-    if _chat_workspace_id is None:
-        from accounts.services import workspace_get_or_create
-
-        _chat_workspace_id = workspace_get_or_create(name=settings.CHAT_WORKSPACE).id
-    return _chat_workspace_id
 
 
 # --- state.get / state.listCheckpoints -----------------------------------------------------------------------------

@@ -426,3 +426,16 @@ def _events_drop_oldest_runs(*, thread_id: str, keep: int) -> int:
         ChatEvent.objects.filter(thread_id=thread_id, run_id__in=dropped_runs).delete()
         ChatThread.objects.filter(pk=thread_id, expired_through_seq__lt=through).update(expired_through_seq=through)
     return dropped
+
+
+_chat_workspace_id = None
+
+
+def chat_workspace_id():
+    """CHAT_WORKSPACE's id (created when missing): where browser and anonymous threads are traced."""
+    global _chat_workspace_id
+    if _chat_workspace_id is None:
+        from accounts.services import workspace_get_or_create
+
+        _chat_workspace_id = workspace_get_or_create(name=settings.CHAT_WORKSPACE).id
+    return _chat_workspace_id

@@ -14,8 +14,11 @@ from tests.chat.chat_support import live_chat_server
 
 pytestmark = [pytest.mark.live, pytest.mark.node, pytest.mark.no_postgres_pass]
 PROJECT_GRAPHS = "./tests/agentserver/project/graphs.py"
-chat_server = live_chat_server(CHAT_GRAPH=f"{PROJECT_GRAPHS}:chat_graph", CHAT_ALLOW_ANONYMOUS="false")
-slow_server = live_chat_server(CHAT_GRAPH=f"{PROJECT_GRAPHS}:slow_graph", CHAT_ALLOW_ANONYMOUS="false")
+# Two servers on one test database serve different graphs under the same name ("agent"): each must execute only
+# the runs it accepted (its executor is told at once), never find the other's by polling the shared queue.
+ONLY_OWN_RUNS = {"CHAT_QUEUE_POLL_SECONDS": "3600"}
+chat_server = live_chat_server(CHAT_GRAPH=f"{PROJECT_GRAPHS}:chat_graph", CHAT_ALLOW_ANONYMOUS="false", **ONLY_OWN_RUNS)
+slow_server = live_chat_server(CHAT_GRAPH=f"{PROJECT_GRAPHS}:slow_graph", CHAT_ALLOW_ANONYMOUS="false", **ONLY_OWN_RUNS)
 
 
 @pytest.fixture

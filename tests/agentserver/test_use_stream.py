@@ -25,13 +25,15 @@ from tests.chatui.conftest import PHONE
 browser, new_page = chatui.browser, chatui.new_page
 pytestmark = [pytest.mark.live, pytest.mark.node, pytest.mark.no_postgres_pass]
 # The browser fixture lets this process's Playwright loop use the ORM; the server must not inherit that.
+# Both serve their graph as "agent" on one test database: each executes only the runs it accepted (told at once),
+# never the other's found by polling the shared queue.
 server = live_chat_server(CHAT_GRAPH="./tests/agentserver/project/graphs.py:chat_graph",
-                          CHAT_ALLOW_ANONYMOUS="false", DJANGO_ALLOW_ASYNC_UNSAFE="")
+                          CHAT_ALLOW_ANONYMOUS="false", DJANGO_ALLOW_ASYNC_UNSAFE="", CHAT_QUEUE_POLL_SECONDS="3600")
 
 
 slow_server = live_chat_server(CHAT_GRAPH="./tests/agentserver/project/graphs.py:slow_graph",
                                CHAT_ALLOW_ANONYMOUS="false", DJANGO_ALLOW_ASYNC_UNSAFE="",
-                               AGENT_SERVER_CORS_ALLOW_ORIGINS="*")
+                               AGENT_SERVER_CORS_ALLOW_ORIGINS="*", CHAT_QUEUE_POLL_SECONDS="3600")
 
 
 @pytest.fixture(scope="module")

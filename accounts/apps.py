@@ -8,4 +8,7 @@ class AccountsConfig(AppConfig):
     verbose_name = "Workspaces and API keys"
 
     def ready(self) -> None:
-        from accounts import schema  # noqa: F401 - registers the OpenAPI security scheme
+        from accounts import (
+            bootstrap,  # noqa: F401 - registers what `serve` sets up
+            schema,  # noqa: F401 - registers the OpenAPI security scheme
+        )

@@ -13,6 +13,7 @@ from accounts.models import ApiKey, Workspace
 from accounts.permissions import effective_permissions
 from accounts.selectors import api_key_authenticate
 from core.exceptions import RequestValidationError
+from core.throttling import workspace_ident
 
 # LangChain's CLI looks for this phrase to ask the user for a workspace.
 AMBIGUOUS_WORKSPACE = "This API key requires workspace specification: send the X-Tenant-Id header."
@@ -47,7 +48,7 @@ class ApiKeyPrincipal:
     @property
     def throttle_ident(self) -> str:
         if self._tenant_id is not None or len(self._workspaces) == 1:
-            return f"ws:{self.workspace.id}"
+            return workspace_ident(self.workspace.id)
         return f"key:{self.api_key.id}"
 
     def has_permission(self, permission: str) -> bool:

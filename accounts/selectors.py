@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.db.models import QuerySet
 from django.utils.crypto import constant_time_compare
 
 from accounts.keys import KEY_PREFIX, hash_key
@@ -26,7 +27,7 @@ def api_key_authenticate(*, raw_key: str) -> ApiKey | None:
     return api_key
 
 
-def workspace_list_for_key(*, api_key: ApiKey):
+def workspace_list_for_key(*, api_key: ApiKey) -> QuerySet[Workspace]:
     return api_key.workspaces.order_by("name")
 
 

@@ -10,18 +10,24 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from accounts import selectors
 from accounts.keys import KEY_PREFIX, hash_key
 from accounts.models import ApiKey, Workspace
 from accounts.permissions import ALL_PERMISSIONS
 from core.exceptions import BadRequest, Conflict
 
 
-def workspace_create(*, name: str) -> Workspace:
+@transaction.atomic
+def workspace_create(*, name: str, api_key: ApiKey | None = None) -> Workspace:
+    """Create a workspace; `api_key`, the key that asked for it, may use it."""
     try:
         with transaction.atomic():
-            return Workspace.objects.create(name=name)
+            workspace = Workspace.objects.create(name=name)
     except IntegrityError:
         raise Conflict(f"A workspace named {name!r} already exists.") from None
+    if api_key is not None:
+        api_key.workspaces.add(workspace)
+    return workspace
 
 
 def workspace_get_or_create(*, name: str) -> Workspace:
@@ -57,13 +63,11 @@ def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
 
 def demo_credentials_ensure() -> tuple[Workspace, str]:
     """Make sure the demo workspace has a working key, kept in DATA_DIR so it survives restarts."""
-    from accounts.selectors import api_key_authenticate
-
     workspace = workspace_get_or_create(name=settings.DEMO_WORKSPACE)
     key_file = settings.DATA_DIR / "demo_api_key"
     if key_file.exists():
         raw_key = key_file.read_text().strip()
-        api_key = api_key_authenticate(raw_key=raw_key)
+        api_key = selectors.api_key_authenticate(raw_key=raw_key)
         if api_key and api_key.workspaces.filter(id=workspace.id).exists():
             return workspace, raw_key
     _, raw_key = api_key_create(workspaces=[workspace], name="demo")

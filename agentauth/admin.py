@@ -79,8 +79,8 @@ class OAuthTokenAdmin(ReadOnlyAdmin):
     list_select_related = ["provider", "workspace"]
     search_fields = ["user_id", "agent_id", "provider__provider_id"]
     # The token values are deliberately absent from every list and form.
-    fields = ["workspace", "provider", "user_id", "agent_id", "token_type", "scopes", "expires_at",
-              "has_refresh_token", "created_at", "updated_at"]
+    fields = ("workspace", "provider", "user_id", "agent_id", "token_type", "scopes", "expires_at",
+              "has_refresh_token", "created_at", "updated_at")
     readonly_fields = fields
     allow_delete = True  # deleting a row here revokes it
 
@@ -101,8 +101,8 @@ class AuthFlowAdmin(ReadOnlyAdmin):
     list_select_related = ["provider"]
     search_fields = ["id", "user_id", "agent_id"]
     # No state, verifier or browser binding: only what helps to follow a user's sign-in.
-    fields = ["id", "workspace", "provider", "user_id", "agent_id", "scopes", "status", "error", "created_at",
-              "expires_at", "started_at", "state_used_at", "completed_at"]
+    fields = ("id", "workspace", "provider", "user_id", "agent_id", "scopes", "status", "error", "created_at",
+              "expires_at", "started_at", "state_used_at", "completed_at")
     readonly_fields = fields
     allow_delete = True  # finished or stale flows may be removed
 

@@ -11,11 +11,11 @@ from rest_framework.views import APIView
 
 from agentauth import selectors, services
 from agentauth.models import OAuthProvider
-from core.exception_handler import flatten_errors
 from core.exceptions import RequestValidationError, ServiceError
 from core.fields import UndecryptableValue
 from core.openapi import ErrorDetailSerializer as ErrorSerializer
 from core.openapi import HTTPValidationErrorSerializer
+from core.rest_errors import flatten_errors, validation_item
 
 log = logging.getLogger("agentauth")
 
@@ -31,8 +31,8 @@ def validate_query(serializer_class, request) -> dict:
     """Validate query parameters; errors are 422 located at ["query", name]. Repeated parameters are refused."""
     repeated = [name for name in serializer_class().fields if len(request.query_params.getlist(name)) > 1]
     if repeated:
-        raise RequestValidationError([{"loc": ["query", name], "msg": "Give this parameter once.",
-                                       "type": "value_error"} for name in repeated])
+        raise RequestValidationError([validation_item(["query", name], "Give this parameter once.",
+                                                      "value_error") for name in repeated])
     serializer = serializer_class(data=request.query_params)
     if not serializer.is_valid():
         raise RequestValidationError(flatten_errors(serializer.errors, ["query"]))

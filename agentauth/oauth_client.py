@@ -96,7 +96,9 @@ def _parse_response(provider: OAuthProvider, response: httpx.Response) -> TokenS
         raise TokenEndpointError("provider_error", retryable=True)
     body = _decode_body(response)
     if status != 200:
-        error = body.get("error") if isinstance(body.get("error"), str) else ""
+        error = body.get("error")
+        if not isinstance(error, str):
+            error = ""
         # Only the RFC's error code is logged; descriptions may quote secrets back at us.
         log.warning("Token endpoint of provider %s refused the request: %s %s", provider.provider_id, status,
                     error[:64] if error.replace("_", "").isalnum() else "")
@@ -130,7 +132,9 @@ def _token_set(provider: OAuthProvider, body: dict) -> TokenSet:
     refresh_token = body.get("refresh_token")
     if not isinstance(refresh_token, str) or len(refresh_token) > MAX_TOKEN_LENGTH:
         refresh_token = ""
-    token_type = body.get("token_type") if isinstance(body.get("token_type"), str) else ""
+    token_type = body.get("token_type")
+    if not isinstance(token_type, str):
+        token_type = ""
     scope = body.get("scope")
     return TokenSet(
         access_token=access_token,

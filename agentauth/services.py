@@ -19,7 +19,8 @@ import secrets
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django.conf import settings
@@ -76,7 +77,7 @@ def provider_public_client_check(*, client_secret: str, uses_pkce: bool) -> None
                                             "client) must use PKCE: set uses_pkce to true.")
 
 
-def provider_create(*, workspace: Workspace, provider_id: str, **fields) -> OAuthProvider:
+def provider_create(*, workspace: Workspace, provider_id: str, **fields: Any) -> OAuthProvider:
     """Register a provider; its URLs must pass the egress guard."""
     provider_urls_check(fields)
     provider = OAuthProvider(workspace=workspace, provider_id=provider_id,
@@ -91,7 +92,7 @@ def provider_create(*, workspace: Workspace, provider_id: str, **fields) -> OAut
     return provider
 
 
-def provider_update(*, provider: OAuthProvider, **fields) -> OAuthProvider:
+def provider_update(*, provider: OAuthProvider, **fields: Any) -> OAuthProvider:
     """Change the given fields; an omitted client_secret keeps the stored one."""
     changes = {k: v for k, v in fields.items() if k in PROVIDER_FIELDS}
     provider_urls_check(changes)
@@ -211,7 +212,7 @@ def _await_other_refresh(token: OAuthToken) -> OAuthToken | None:
     return None
 
 
-def _expires_at(tokens: TokenSet):
+def _expires_at(tokens: TokenSet) -> datetime | None:
     return timezone.now() + timedelta(seconds=tokens.expires_in) if tokens.expires_in is not None else None
 
 

@@ -10,7 +10,7 @@ from core.admin import ReadOnlyAdmin
 
 class AssistantVersionInline(admin.TabularInline):
     model = AssistantVersion
-    fields = ["version", "graph_id", "name", "metadata", "created_at"]
+    fields = ("version", "graph_id", "name", "metadata", "created_at")
     readonly_fields = fields
     extra = 0
     can_delete = False

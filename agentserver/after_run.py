@@ -1,5 +1,5 @@
-"""What happens after an Agent Server run ended (chat.runner.AFTER_RUN hooks, registered in apps.py): the run's
-webhook is called, and a stateless run's temporary thread is removed."""
+"""What happens after an Agent Server chat run ended (chat.run_execution.AFTER_RUN hooks, registered in apps.py):
+the run's webhook is called, and a stateless run's temporary thread is removed."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import logging
 
 from django.utils import timezone
 
-from agentserver import runs, selectors
-from chat import db
+from agentserver import selectors, services
+from agentserver.serializers import RunOutputSerializer
+from chat import db_executor
 from chat.models import ChatRun, ChatThread
 from chat.wire import dumps
 from core import egress
+from core.protocol_errors import error_body
 
 log = logging.getLogger("agentserver.after_run")
 # A waiting request reads a stateless run's result right after it ends, then removes its thread itself; a run nobody
@@ -28,11 +30,11 @@ def webhook_payload(*, run_id) -> dict | None:
         return None
     thread = ChatThread.objects.filter(pk=run.thread_id).first()
     values = selectors.thread_view(thread)["values"] if thread is not None else None
-    payload = {**runs.run_out(run), "run_started_at": run.created_at.isoformat(),
+    payload = {**RunOutputSerializer(run).data, "run_started_at": run.created_at.isoformat(),
                "run_ended_at": run.finished_at.isoformat() if run.finished_at else None,
                "webhook_sent_at": timezone.now().isoformat(), "values": values}
     if run.status == ChatRun.Status.FAILED:
-        payload["error"] = {"error": "RunError", "message": run.error}
+        payload["error"] = error_body("RunError", run.error)
     return payload
 
 
@@ -47,7 +49,7 @@ async def call_webhook(request, status: str) -> None:
     url = (request.kwargs or {}).get("webhook")
     if request.kind != "agent_server" or not url:
         return
-    payload = await db.run(webhook_payload, run_id=request.run_id)
+    payload = await db_executor.run(webhook_payload, run_id=request.run_id)
     if payload is None:
         return
     try:
@@ -65,6 +67,6 @@ async def remove_temporary_thread(request, status: str) -> None:
     if request.kind != "agent_server" or not (request.kwargs or {}).get("temporary"):
         return
     await asyncio.sleep(TEMPORARY_GRACE_SECONDS)
-    run = await db.run(ChatRun.objects.filter(pk=request.run_id).first)
+    run = await db_executor.run(ChatRun.objects.filter(pk=request.run_id).first)
     if run is not None:
-        await db.run(runs.run_finish_temporary, run=run)
+        await db_executor.run(services.run_finish_temporary, run=run)

@@ -6,7 +6,7 @@ import os
 
 import langgraph.version
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -64,7 +64,7 @@ class AssistantOutputSerializer(serializers.Serializer):
     assistant_id = serializers.CharField()
     graph_id = serializers.CharField()
     config = serializers.DictField()
-    context = serializers.DictField()
+    context = serializers.DictField()  # type: ignore[assignment]  # a field, not Serializer.context
     metadata = serializers.DictField()
     name = serializers.CharField()
     created_at = serializers.DateTimeField()
@@ -73,11 +73,10 @@ class AssistantOutputSerializer(serializers.Serializer):
     description = serializers.CharField(allow_null=True)
 
 
-def assistant_out(assistant) -> dict:
-    return AssistantOutputSerializer(assistant).data
-
-
 class AssistantBaseApi(AgentServerApi):
+    # No docstring: drf-spectacular would describe every assistant operation with it.
+    OutputSerializer = AssistantOutputSerializer
+
     def assistant(self, raw_id: str):
         services.assistants_ensure_system(caller=self.caller)
         return selectors.assistant_get(caller=self.caller, assistant_id=assistant_id_of(raw_id))
@@ -91,7 +90,7 @@ class AssistantCreateApi(AssistantBaseApi):
         graph_id = serializers.CharField()
         assistant_id = serializers.UUIDField(required=False)
         config = serializers.DictField(required=False)
-        context = serializers.DictField(required=False)
+        context = serializers.DictField(required=False)  # type: ignore[assignment]  # a field, not Serializer.context
         metadata = serializers.DictField(required=False)
         name = serializers.CharField(required=False, allow_blank=True)
         description = serializers.CharField(required=False, allow_null=True, allow_blank=True)
@@ -102,7 +101,7 @@ class AssistantCreateApi(AssistantBaseApi):
     def post(self, request):
         data = self.parse(self.InputSerializer)
         services.assistants_ensure_system(caller=self.caller)
-        return Response(assistant_out(services.assistant_create(caller=self.caller, **data)))
+        return Response(self.OutputSerializer(services.assistant_create(caller=self.caller, **data)).data)
 
 
 class _SearchSerializer(serializers.Serializer):
@@ -133,8 +132,8 @@ class AssistantSearchApi(AssistantBaseApi):
                                            metadata=data.get("metadata"), name=data.get("name"),
                                            sort_by=data["sort_by"], sort_order=data["sort_order"])
         page = found[data["offset"]:data["offset"] + data["limit"]]
-        return paginated([selected(assistant_out(a), data.get("select")) for a in page], limit=data["limit"],
-                         offset=data["offset"], total=len(found))
+        items = [selected(item, data.get("select")) for item in self.OutputSerializer(page, many=True).data]
+        return paginated(items, limit=data["limit"], offset=data["offset"], total=len(found))
 
 
 class AssistantCountApi(AssistantBaseApi):
@@ -155,7 +154,7 @@ class AssistantCountApi(AssistantBaseApi):
 class AssistantGetApi(AssistantBaseApi):
     @extend_schema(responses=AssistantOutputSerializer, operation_id="get_assistant_assistants__assistant_id__get")
     def get(self, request, assistant_id: str):
-        return Response(assistant_out(self.assistant(assistant_id)))
+        return Response(self.OutputSerializer(self.assistant(assistant_id)).data)
 
 
 class AssistantUpdateApi(AssistantBaseApi):
@@ -165,7 +164,7 @@ class AssistantUpdateApi(AssistantBaseApi):
 
         graph_id = serializers.CharField(required=False)
         config = serializers.DictField(required=False)
-        context = serializers.DictField(required=False)
+        context = serializers.DictField(required=False)  # type: ignore[assignment]  # a field, not Serializer.context
         metadata = serializers.DictField(required=False)
         name = serializers.CharField(required=False)
         description = serializers.CharField(required=False, allow_blank=True)
@@ -175,7 +174,7 @@ class AssistantUpdateApi(AssistantBaseApi):
     def patch(self, request, assistant_id: str):
         assistant = self.assistant(assistant_id)
         data = self.parse(self.InputSerializer)
-        return Response(assistant_out(services.assistant_update(assistant=assistant, **data)))
+        return Response(self.OutputSerializer(services.assistant_update(assistant=assistant, **data)).data)
 
 
 class AssistantDeleteApi(AssistantBaseApi):
@@ -206,7 +205,7 @@ class AssistantVersionsApi(AssistantBaseApi):
         version = serializers.IntegerField()
         graph_id = serializers.CharField()
         config = serializers.DictField()
-        context = serializers.DictField()
+        context = serializers.DictField()  # type: ignore[assignment]  # a field, not Serializer.context
         metadata = serializers.DictField()
         created_at = serializers.DateTimeField()
         name = serializers.CharField()
@@ -234,7 +233,7 @@ class AssistantSetLatestApi(AssistantBaseApi):
     def post(self, request, assistant_id: str):
         assistant = self.assistant(assistant_id)
         data = self.parse(self.InputSerializer)
-        return Response(assistant_out(services.assistant_set_latest(assistant=assistant, **data)))
+        return Response(self.OutputSerializer(services.assistant_set_latest(assistant=assistant, **data)).data)
 
 
 def _xray(request) -> bool | int:
@@ -273,10 +272,7 @@ class AssistantSubgraphsApi(AssistantBaseApi):
                                                 recurse=query_flag(request, "recurse")))
 
 
+@extend_schema_view(get=extend_schema(
+    operation_id="get_assistant_subgraphs_assistants__assistant_id__subgraphs__namespace__get"))
 class AssistantSubgraphApi(AssistantSubgraphsApi):
     """GET /assistants/{id}/subgraphs/{namespace}: only that namespace's subgraph."""
-
-    @extend_schema(responses=OpenApiTypes.OBJECT,
-                   operation_id="get_assistant_subgraphs_assistants__assistant_id__subgraphs__namespace__get")
-    def get(self, request, assistant_id: str, namespace: str | None = None):
-        return super().get(request, assistant_id, namespace)

@@ -7,7 +7,7 @@ offline and wherever the API is mounted: at a serving process's root, under /api
 from __future__ import annotations
 
 from django.contrib.staticfiles import finders
-from django.http import FileResponse, JsonResponse
+from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from drf_spectacular.views import SpectacularSwaggerView
@@ -15,6 +15,7 @@ from rest_framework.response import Response
 
 from agentserver.api import OkApi
 from agentserver.openapi import document_for
+from core.rest_errors import error_response
 
 # Relative URLs: the browser resolves them against the page's own address.
 ASSETS = {
@@ -51,7 +52,7 @@ class DocsApi(SpectacularSwaggerView):
         content_type = ASSETS.get(name)
         found = finders.find(f"drf_spectacular_sidecar/swagger-ui-dist/{name}") if content_type else None
         if found is None:
-            return JsonResponse({"detail": "Not Found"}, status=404)
+            return error_response(404, "Not Found")
         response = FileResponse(open(found, "rb"), content_type=content_type)
         response["Cache-Control"] = "public, max-age=86400"
         return response

@@ -1,4 +1,5 @@
-"""The Agent Server API's run operations, one view per operation: on a thread, and stateless (a new thread each).
+"""The Agent Server API's run operations (its runs are chat runs), one view per operation: on a thread, and
+stateless (a new thread each).
 
 Background runs answer the run; `…/stream` answers the run's SSE frames and `…/wait` its result once it ended,
 both streamed by agentserver/streams.py. `Content-Location` names the run as the SDKs expect
@@ -9,74 +10,19 @@ from __future__ import annotations
 
 from asgiref.sync import async_to_sync
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from agentserver import runs, selectors, streams
+from agentserver import selectors, services, streams
 from agentserver.http import AgentServerApi, query_flag
-from chat import db
-from chat.consumers import stop_run
+from agentserver.serializers import RunCreateSerializer, RunOutputSerializer
+from chat import db_executor
+from chat.models import ChatRun
+from chat.run_control import run_stop
 from chat.subscriptions import cursor_from_last_event_id
 from chat.wire import dumps
 from core.exceptions import RequestValidationError
-
-MULTITASK = ["reject", "rollback", "interrupt", "enqueue"]
-
-
-class StreamModeField(serializers.Field):
-    """A stream mode or a list of them (checked against the known modes by runs.run_create)."""
-
-    def to_internal_value(self, data):
-        modes = [data] if isinstance(data, str) else data
-        if not isinstance(modes, list) or not all(isinstance(m, str) for m in modes):
-            raise serializers.ValidationError("must be a stream mode or a list of stream modes")
-        return modes
-
-    def to_representation(self, value):
-        return value
-
-
-class NodesField(serializers.Field):
-    """`"*"` or a list of node names (interrupt_before / interrupt_after)."""
-
-    def to_internal_value(self, data):
-        if data == "*" or (isinstance(data, list) and all(isinstance(n, str) for n in data)):
-            return data
-        raise serializers.ValidationError('must be "*" or a list of node names')
-
-    def to_representation(self, value):
-        return value
-
-
-class RunCreateSerializer(serializers.Serializer):
-    class Meta:
-        ref_name = "RunCreateInput"
-
-    assistant_id = serializers.CharField()
-    input = serializers.JSONField(required=False, allow_null=True)
-    command = serializers.DictField(required=False, allow_null=True)
-    config = serializers.DictField(required=False, allow_null=True)
-    context = serializers.DictField(required=False, allow_null=True)
-    metadata = serializers.DictField(required=False, allow_null=True)
-    stream_mode = StreamModeField(required=False, allow_null=True)
-    stream_subgraphs = serializers.BooleanField(required=False, default=False)
-    stream_resumable = serializers.BooleanField(required=False, default=False)
-    interrupt_before = NodesField(required=False, allow_null=True)
-    interrupt_after = NodesField(required=False, allow_null=True)
-    webhook = serializers.CharField(required=False, allow_null=True, max_length=2048)
-    checkpoint = serializers.DictField(required=False, allow_null=True)
-    checkpoint_id = serializers.CharField(required=False, allow_null=True)
-    checkpoint_during = serializers.BooleanField(required=False, allow_null=True)
-    multitask_strategy = serializers.ChoiceField(MULTITASK, required=False, allow_null=True)
-    if_not_exists = serializers.ChoiceField(["create", "reject"], required=False, allow_null=True)
-    on_disconnect = serializers.ChoiceField(["cancel", "continue"], required=False, allow_null=True)
-    on_completion = serializers.ChoiceField(["delete", "keep"], required=False, allow_null=True)
-    after_seconds = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=10 ** 7)
-    durability = serializers.ChoiceField(["sync", "async", "exit"], required=False, allow_null=True)
-    feedback_keys = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
-    langsmith_tracer = serializers.DictField(required=False, allow_null=True)
-    strict_resume = serializers.BooleanField(required=False, allow_null=True)
 
 
 def _prefix(request, marker: str) -> str:
@@ -97,15 +43,15 @@ def _abandon(run, on_disconnect: str | None):
         return None
 
     async def cancel() -> None:
-        await stop_run(run, wait=False)
+        await run_stop(run=run, wait=False)
 
     return cancel
 
 
 async def _finish_temporary(run_id) -> None:
-    run = await db.run(runs.run_by_id, run_id=run_id)
+    run = await db_executor.run(selectors.run_by_id, run_id=run_id)
     if run is not None:
-        await db.run(runs.run_finish_temporary, run=run)
+        await db_executor.run(services.run_finish_temporary, run=run)
 
 
 def _after_stream(run):
@@ -113,9 +59,14 @@ def _after_stream(run):
     return (lambda: _finish_temporary(run.pk)) if (run.kwargs or {}).get("temporary") else None
 
 
+async def _result_of(run_id) -> dict:
+    """The ended chat run's result, read again (the run object a view holds is from before it ended)."""
+    return await db_executor.run(selectors.run_result, run=await db_executor.run(selectors.run_by_id, run_id=run_id))
+
+
 def _result_stream(run, on_disconnect: str | None):
     async def result() -> dict:
-        return await db.run(runs.run_result, run=await db.run(runs.run_by_id, run_id=run.pk))
+        return await _result_of(run.pk)
 
     return streams.result_after_end(run.thread_id, str(run.pk), since=run.start_seq, result=result,
                                     on_abandon=_abandon(run, on_disconnect), after=_after_stream(run),
@@ -123,12 +74,14 @@ def _result_stream(run, on_disconnect: str | None):
 
 
 class _RunCreateBase(AgentServerApi):
+    # What creating a chat run shares: one body and one service. (No docstring: it would describe every operation.)
     InputSerializer = RunCreateSerializer
+    OutputSerializer = RunOutputSerializer
     marker = "/threads/"
 
     def create(self, request, thread_id: str | None):
         data = self.parse(self.InputSerializer)
-        run, _cancelling = runs.run_create(caller=self.caller, thread_id=thread_id, data=data)
+        run, _cancelling = services.run_create(caller=self.caller, thread_id=thread_id, data=data)
         return run, data
 
 
@@ -137,21 +90,23 @@ class ThreadRunCreateApi(_RunCreateBase):
                    operation_id="create_run_threads__thread_id__runs_post")
     def post(self, request, thread_id: str | None = None):
         run, _ = self.create(request, thread_id)
-        return Response(runs.run_out(run), headers=_locations(request, self.marker, run, thread_id is None))
+        return Response(self.OutputSerializer(run).data,
+                        headers=_locations(request, self.marker, run, thread_id is None))
 
 
 class ThreadRunListApi(AgentServerApi):
     writes = False
+    OutputSerializer = RunOutputSerializer
 
     @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="list_runs_http_threads__thread_id__runs_get")
     def get(self, request, thread_id: str):
         limit = _query_int(request, "limit", 10, 1, 1000)
         offset = _query_int(request, "offset", 0, 0, 10 ** 9)
         status = request.query_params.get("status")
-        if status is not None and status not in runs.STATUS_FILTERS:
+        if status is not None and status not in selectors.RUN_STATUS_FILTERS:
             raise RequestValidationError.single(["query", "status"], f"Invalid status: {status}")
-        found = runs.run_list(caller=self.caller, thread_id=thread_id, limit=limit, offset=offset, status=status)
-        return Response([runs.run_out(r) for r in found])
+        found = selectors.run_list(caller=self.caller, thread_id=thread_id, limit=limit, offset=offset, status=status)
+        return Response(self.OutputSerializer(found, many=True).data)
 
 
 class ThreadRunStreamApi(_RunCreateBase):
@@ -183,55 +138,50 @@ class ThreadRunWaitApi(_RunCreateBase):
         return streams.json_stream_response(_result_stream(run, data.get("on_disconnect")), headers)
 
 
+@extend_schema_view(post=extend_schema(operation_id="run_stateless_runs_post"))
 class StatelessRunCreateApi(ThreadRunCreateApi):
     marker = "/runs"
 
-    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT, operation_id="run_stateless_runs_post")
-    def post(self, request, thread_id: str | None = None):
-        return super().post(request, None)
 
-
+@extend_schema_view(post=extend_schema(operation_id="stream_run_stateless_runs_stream_post"))
 class StatelessRunStreamApi(ThreadRunStreamApi):
     marker = "/runs"
 
-    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT,
-                   operation_id="stream_run_stateless_runs_stream_post")
-    def post(self, request, thread_id: str | None = None):
-        return super().post(request, None)
 
-
+@extend_schema_view(post=extend_schema(operation_id="wait_run_stateless_runs_wait_post"))
 class StatelessRunWaitApi(ThreadRunWaitApi):
     marker = "/runs"
 
-    @extend_schema(request=RunCreateSerializer, responses=OpenApiTypes.OBJECT,
-                   operation_id="wait_run_stateless_runs_wait_post")
-    def post(self, request, thread_id: str | None = None):
-        return super().post(request, None)
-
 
 class RunBatchApi(AgentServerApi):
+    InputSerializer = RunCreateSerializer
+    OutputSerializer = RunOutputSerializer
+
     @extend_schema(request=RunCreateSerializer(many=True), responses=OpenApiTypes.OBJECT,
                    operation_id="run_batch_stateless_runs_post")
     def post(self, request):
         if not isinstance(request.data, list):
             raise RequestValidationError.single(["body"], "The body must be a list of runs")
-        serializer = RunCreateSerializer(data=request.data, many=True)
+        serializer = self.InputSerializer(data=request.data, many=True)
         serializer.is_valid(raise_exception=True)
-        created = [runs.run_create(caller=self.caller, thread_id=None, data=item)[0]
+        created = [services.run_create(caller=self.caller, thread_id=None, data=item)[0]
                    for item in serializer.validated_data]
-        return Response([runs.run_out(run) for run in created])
+        return Response(self.OutputSerializer(created, many=True).data)
 
 
 class RunGetApi(AgentServerApi):
+    OutputSerializer = RunOutputSerializer
+
     @extend_schema(responses=OpenApiTypes.OBJECT, operation_id="get_run_http_threads__thread_id__runs__run_id__get")
     def get(self, request, thread_id: str, run_id: str):
-        return Response(runs.run_out(runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)))
+        run = selectors.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
+        return Response(self.OutputSerializer(run).data)
 
 
 class RunDeleteApi(AgentServerApi):
     @extend_schema(responses={204: None}, operation_id="delete_run_threads__thread_id__runs__run_id__delete")
     def delete(self, request, thread_id: str, run_id: str):
-        runs.run_delete(run=runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id))
+        services.run_delete(run=selectors.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id))
         return Response(status=204)
 
 
@@ -239,11 +189,11 @@ class RunJoinApi(AgentServerApi):
     @extend_schema(responses=OpenApiTypes.OBJECT,
                    operation_id="join_run_http_threads__thread_id__runs__run_id__join_get")
     def get(self, request, thread_id: str, run_id: str):
-        run = runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
+        run = selectors.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
         headers = _locations(request, "/threads/", run)
         headers["Location"] = headers["Content-Location"] + "/join"
-        if run.status not in runs.ACTIVE:
-            return Response(runs.run_result(run=run), headers=headers)
+        if run.status not in selectors.ACTIVE_RUN_STATUSES:
+            return Response(selectors.run_result(run=run), headers=headers)
         return streams.json_stream_response(_result_stream(run, None), headers)
 
 
@@ -251,7 +201,7 @@ class RunJoinStreamApi(AgentServerApi):
     @extend_schema(responses=OpenApiTypes.OBJECT,
                    operation_id="stream_run_http_threads__thread_id__runs__run_id__join_get")
     def get(self, request, thread_id: str, run_id: str):
-        run = runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
+        run = selectors.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
         last_event_id = request.headers.get("Last-Event-ID")
         try:
             # "-1" is what the JS SDK's useStream sends to rejoin a run from its start (reconnectOnMount).
@@ -298,15 +248,15 @@ async def _thread_frames(thread_id: str, since: int | None):
 class RunCancelApi(AgentServerApi):
     @extend_schema(responses={202: None}, operation_id="cancel_run_http_threads__thread_id__runs__run_id__cancel_post")
     def post(self, request, thread_id: str, run_id: str):
-        run = runs.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
+        run = selectors.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
         wait = query_flag(request, "wait")
-        if run.kind == "protocol" and not runs.is_queued(run):
-            # A run.start run (the examples' stop button): stopped here at once if it runs here, answered as the
-            # examples' clients read it.
-            status = async_to_sync(stop_run)(run, wait=wait)
+        if run.kind == "protocol" and run.status != ChatRun.Status.PENDING:
+            # A chat run of the protocol's run.start (the examples' stop button): stopped here at once if it runs
+            # here, answered as the examples' clients read it.
+            status = async_to_sync(run_stop)(run=run, wait=wait)
             return Response({"run_id": str(run.pk), "status": status}, status=200 if wait else 202)
         rollback = request.query_params.get("action", "interrupt") == "rollback"
-        ended = runs.run_cancel(run=run, rollback=rollback)
+        ended = services.run_cancel(run=run, rollback=rollback)
         if ended and rollback:
             return Response(status=204 if wait else 202)
         if not wait:
@@ -315,11 +265,11 @@ class RunCancelApi(AgentServerApi):
 
 
 async def _cancelled_result(run, rollback: bool):
-    await stop_run(run, wait=True)
+    await run_stop(run=run, wait=True)
     if rollback:
         yield b"{}"
         return
-    yield dumps(await db.run(runs.run_result, run=await db.run(runs.run_by_id, run_id=run.pk)))
+    yield dumps(await _result_of(run.pk))
 
 
 class RunsCancelManyApi(AgentServerApi):
@@ -335,9 +285,9 @@ class RunsCancelManyApi(AgentServerApi):
     def post(self, request):
         data = self.parse(self.InputSerializer)
         rollback = request.query_params.get("action") == "rollback"
-        runs.runs_cancel_many(caller=self.caller, thread_id=data.get("thread_id"),
-                              run_ids=[str(r) for r in data.get("run_ids") or []] or None,
-                              status=data.get("status"), rollback=rollback)
+        services.runs_cancel_many(caller=self.caller, thread_id=data.get("thread_id"),
+                                  run_ids=[str(r) for r in data.get("run_ids") or []] or None,
+                                  status=data.get("status"), rollback=rollback)
         return Response(status=204)
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from types import UnionType
+
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -41,7 +43,7 @@ def thread_out(thread, view: dict | None = None) -> dict:
     """The Agent Server's Thread: `error` and `interrupts` only once the thread has state, as `langgraph dev`."""
     view = view or selectors.thread_view(thread)
     # A run gives its thread the config `{"configurable": {}}` (the Agent Server merges the assistant's into it).
-    config = {"configurable": {}} if thread.graph_name else {}
+    config: dict = {"configurable": {}} if thread.graph_name else {}
     out = {**ThreadOutputSerializer(thread).data, "status": view["status"], "config": config,
            "values": view["values"]}
     if view["has_state"]:
@@ -160,13 +162,10 @@ class ThreadStateGetApi(AgentServerApi):
                                   subgraphs=query_flag(request, "subgraphs")))
 
 
+@extend_schema_view(get=extend_schema(
+    operation_id="get_thread_state_at_checkpoint_threads__thread_id__state__checkpoint_id__get"))
 class ThreadStateAtCheckpointIdApi(ThreadStateGetApi):
     """GET /threads/{id}/state/{checkpoint_id}."""
-
-    @extend_schema(responses=OpenApiTypes.OBJECT,
-                   operation_id="get_thread_state_at_checkpoint_threads__thread_id__state__checkpoint_id__get")
-    def get(self, request, thread_id: str, checkpoint_id: str | None = None):
-        return super().get(request, thread_id, checkpoint_id)
 
 
 class ThreadStateAtCheckpointApi(AgentServerApi):
@@ -188,10 +187,16 @@ class ThreadStateAtCheckpointApi(AgentServerApi):
                                   subgraphs=data["subgraphs"]))
 
 
-class StateValuesField(serializers.JSONField):
+class JSONOfTypesField(serializers.JSONField):
+    """Any JSON in the schema (as the Agent Server documents it), but only null or a value of `types` is taken."""
+
+    def __init__(self, types: type | UnionType, message: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.types, self.message = types, message
+
     def to_internal_value(self, data):
-        if data is not None and not isinstance(data, dict | list):
-            raise serializers.ValidationError("values must be a JSON object or a list of updates")
+        if data is not None and not isinstance(data, self.types):
+            raise serializers.ValidationError(self.message)
         return data
 
 
@@ -200,7 +205,8 @@ class ThreadStateUpdateApi(AgentServerApi):
         class Meta:
             ref_name = "ThreadStateUpdateInput"
 
-        values = StateValuesField(required=False, allow_null=True)
+        values = JSONOfTypesField(dict | list, "values must be a JSON object or a list of updates", required=False,
+                                  allow_null=True)
         as_node = serializers.CharField(required=False, allow_null=True)
         checkpoint = CheckpointSerializer(required=False, allow_null=True)
         checkpoint_id = serializers.CharField(required=False, allow_null=True)
@@ -209,24 +215,11 @@ class ThreadStateUpdateApi(AgentServerApi):
                    operation_id="update_thread_state_threads__thread_id__state_post")
     def post(self, request, thread_id: str):
         data = self.parse(self.InputSerializer)
-        checkpoint = dict(data.get("checkpoint") or {})
-        if data.get("checkpoint_id"):
-            checkpoint["checkpoint_id"] = data["checkpoint_id"]
-        return Response(services.thread_state_update(caller=self.caller, thread_id=thread_id,
-                                                     values=data.get("values"), as_node=data.get("as_node"),
-                                                     checkpoint=checkpoint or None))
+        return Response(services.thread_state_update(caller=self.caller, thread_id=thread_id, **data))
 
 
-class HistoryBeforeField(serializers.JSONField):
-    def to_internal_value(self, data):
-        if data is not None and not isinstance(data, str | dict):
-            raise serializers.ValidationError("before must be a checkpoint id or a checkpoint object")
-        return data
-
-
-class ThreadHistoryApi(AgentServerApi):
-    """GET (query `limit`, `before`) and POST (body `limit`, `before`, `metadata`, `checkpoint`)."""
-
+class _ThreadHistoryApi(AgentServerApi):
+    # Past states of a thread, newest first, asked in a POST's body or a GET's query.
     writes = False
 
     class InputSerializer(serializers.Serializer):
@@ -234,22 +227,32 @@ class ThreadHistoryApi(AgentServerApi):
             ref_name = "ThreadHistoryInput"
 
         limit = serializers.IntegerField(min_value=1, max_value=1000, default=10)
-        before = HistoryBeforeField(required=False, allow_null=True)
+        before = JSONOfTypesField(str | dict, "before must be a checkpoint id or a checkpoint object",
+                                  required=False, allow_null=True)
         metadata = serializers.DictField(required=False, allow_null=True)
         checkpoint = CheckpointSerializer(required=False, allow_null=True)
-
-    @extend_schema(responses={200: {"type": "array", "items": {"type": "object"}}},
-                   operation_id="get_thread_history_threads__thread_id__history_get")
-    def get(self, request, thread_id: str):
-        return self.history(thread_id, self.parse(self.InputSerializer, request.query_params.dict()))
-
-    @extend_schema(request=InputSerializer, responses={200: {"type": "array", "items": {"type": "object"}}},
-                   operation_id="get_thread_history_post_threads__thread_id__history_post")
-    def post(self, request, thread_id: str):
-        return self.history(thread_id, self.parse(self.InputSerializer))
 
     def history(self, thread_id: str, data: dict) -> Response:
         thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
         return Response(state_history(selectors.thread_graph(thread), thread.id, limit=data["limit"],
                                       before=data.get("before"), metadata=data.get("metadata"),
                                       checkpoint=data.get("checkpoint")))
+
+
+class ThreadHistoryGetApi(_ThreadHistoryApi):
+    """GET /threads/{id}/history (query `limit`, `before`)."""
+
+    @extend_schema(responses={200: {"type": "array", "items": {"type": "object"}}},
+                   operation_id="get_thread_history_threads__thread_id__history_get")
+    def get(self, request, thread_id: str):
+        return self.history(thread_id, self.parse(self.InputSerializer, request.query_params.dict()))
+
+
+class ThreadHistoryPostApi(_ThreadHistoryApi):
+    """POST /threads/{id}/history (body `limit`, `before`, `metadata`, `checkpoint`)."""
+
+    @extend_schema(request=_ThreadHistoryApi.InputSerializer,
+                   responses={200: {"type": "array", "items": {"type": "object"}}},
+                   operation_id="get_thread_history_post_threads__thread_id__history_post")
+    def post(self, request, thread_id: str):
+        return self.history(thread_id, self.parse(self.InputSerializer))

@@ -19,11 +19,12 @@ from agentserver import cors
 from agentserver.graphs import served_graph_ids
 from agentserver.selectors import system_assistant_id
 from agentserver.state import InvalidStateRequest
-from chat.access import ChatAccessError, check_write_origin, resolve_caller
-from chat.http import thread_id_segment_problem
+from chat.access import ChatAccessError, authorize
+from chat.sse_consumer import thread_id_segment_problem
 from chat.wire import dumps
 from core.exception_handler import handle_exception as core_handle_exception
 from core.exceptions import RequestValidationError
+from core.rest_errors import api_error_response
 
 SORT_ORDERS = ("asc", "desc")
 
@@ -41,17 +42,17 @@ def _messages(errors, loc: str = "") -> list[str]:
 
 def handle_exception(exc, context) -> Response:
     if isinstance(exc, ChatAccessError):
-        return Response({"detail": exc.message}, status=exc.status)
+        return api_error_response(exc.status, exc.message)
     if isinstance(exc, drf.ParseError):
-        return Response({"detail": "Invalid JSON in request body"}, status=422)
+        return api_error_response(422, "Invalid JSON in request body")
     if isinstance(exc, drf.ValidationError):
-        return Response({"detail": "; ".join(_messages(exc.detail))}, status=422)
+        return api_error_response(422, "; ".join(_messages(exc.detail)))
     if isinstance(exc, RequestValidationError):
-        return Response({"detail": "; ".join(e["msg"] for e in exc.errors)}, status=422)
+        return api_error_response(422, "; ".join(e["msg"] for e in exc.errors))
     if isinstance(exc, InvalidStateRequest):
-        return Response({"detail": str(exc)}, status=400)
+        return api_error_response(400, str(exc))
     if isinstance(exc, drf.MethodNotAllowed):
-        return Response({"detail": "Method Not Allowed"}, status=405)
+        return api_error_response(405, "Method Not Allowed")
     return core_handle_exception(exc, context)
 
 
@@ -97,11 +98,15 @@ class AgentServerApi(APIView):
         if "thread_id" in kwargs and (problem := thread_id_problem(request, kwargs["thread_id"])):
             raise RequestValidationError.single(["path", "thread_id"], problem)
         headers = {name.lower(): value for name, value in request.headers.items()}
-        self.caller = resolve_caller(headers, request.META.get("REMOTE_ADDR", ""))
         # A CORS origin may write with an API key (or anonymously where allowed), never with the user's cookies.
-        cross_origin_ok = not self.caller.via_cookie and cors.origin_allowed(headers.get("origin"))
-        if self.writes and request.method not in ("GET", "HEAD") and not cross_origin_ok:
-            check_write_origin(self.caller, headers)
+        self.caller = authorize(headers=headers, client_host=request.META.get("REMOTE_ADDR", ""),
+                                user=getattr(request._request, "user", None),
+                                write=self.writes and request.method not in ("GET", "HEAD"),
+                                cross_origin_write_ok=cors.origin_allowed(headers.get("origin")))
+
+    def perform_authentication(self, request):
+        """Nothing here: `initial` resolves the caller, reading Django's session user (AuthenticationMiddleware's
+        lazy `request.user`) only when no API key is sent. DRF's own `request.user` would load it every time."""
 
     def options(self, request, *args, **kwargs):
         if cors.is_preflight(request):

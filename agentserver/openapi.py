@@ -12,6 +12,7 @@ import copy
 import functools
 import inspect
 import re
+from typing import Any
 
 from drf_spectacular.settings import patched_settings
 
@@ -20,7 +21,7 @@ from agentserver.http import AgentServerApi
 from core.openapi import ServiceSchemaGenerator
 
 # drf-spectacular describes a view without a docstring by its base class's.
-INHERITED_DESCRIPTION = inspect.cleandoc(AgentServerApi.__doc__)
+INHERITED_DESCRIPTION = inspect.cleandoc(AgentServerApi.__doc__ or "")
 ERROR = {"$ref": "#/components/schemas/ErrorResponse"}
 STATUS_TEXT = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 409: "Conflict",
                413: "Payload Too Large", 422: "Validation Error"}
@@ -69,7 +70,7 @@ _PROTOCOL_SUBSCRIPTION = {
         "since": {"type": "integer", "minimum": 0, "description": "Replay stored events after this `seq` first."},
     },
 }
-# The chat routes' own error body (chat.http), not the Agent Server's `{"detail"}`.
+# The chat routes' own error body (chat.sse_consumer), not the Agent Server's `{"detail"}`.
 _PROTOCOL_REFUSAL = {"4XX": {
     "description": "Refused before the protocol starts: no or an unknown API key, a thread id that can name no "
                    "thread, a body too large or not JSON.",
@@ -77,33 +78,34 @@ _PROTOCOL_REFUSAL = {"4XX": {
         "type": "object", "required": ["error", "message"],
         "properties": {"error": {"type": "string"}, "message": {"type": "string"}}}}}}}
 _THREAD_ID = {"name": "thread_id", "in": "path", "required": True, "schema": {"type": "string"}}
+
+
+def _protocol_post(operation_id: str, summary: str, description: str, body: dict, answer: str, content: dict) -> dict:
+    """A POST on a thread that chat.consumers answers: a body in JSON, `answer` in `content`, or a refusal."""
+    return {"post": {
+        "operationId": operation_id, "tags": ["Streaming"], "summary": summary, "description": description,
+        "parameters": [_THREAD_ID],
+        "requestBody": {"required": True, "content": {"application/json": {"schema": body}}},
+        "responses": {"200": {"description": answer, "content": content}, **_PROTOCOL_REFUSAL},
+        "security": [{"ApiKey": []}],
+    }}
+
+
 # Answered by chat.consumers (routed ahead of Django), not by a view of agentserver.urls: documented here unless a
 # view of the same operation is.
 PROTOCOL_PATHS = {
-    "/threads/{thread_id}/commands": {"post": {
-        "operationId": "protocol_thread_command_post", "tags": ["Streaming"],
-        "summary": "Send a protocol command",
-        "description": "Start a run (`run.start`), answer an interrupt (`input.respond`), cancel a run, and the "
-                       "protocol's other commands. Events appear on the thread's event stream.",
-        "parameters": [_THREAD_ID],
-        "requestBody": {"required": True, "content": {"application/json": {"schema": _PROTOCOL_COMMAND}}},
-        "responses": {"200": {"description": "The command's result or its error.",
-                              "content": {"application/json": {"schema": _PROTOCOL_RESPONSE}}},
-                      **_PROTOCOL_REFUSAL},
-        "security": [{"ApiKey": []}],
-    }},
-    "/threads/{thread_id}/stream/events": {"post": {
-        "operationId": "protocol_thread_events_post", "tags": ["Streaming"],
-        "summary": "Subscribe to a thread's events",
-        "description": "Server-sent events: each frame's `data` is one protocol event `{type: \"event\", seq, "
-                       "method, params: {namespace, timestamp, data}}`. The stream stays open across runs.",
-        "parameters": [_THREAD_ID],
-        "requestBody": {"required": True, "content": {"application/json": {"schema": _PROTOCOL_SUBSCRIPTION}}},
-        "responses": {"200": {"description": "The event stream.",
-                              "content": {"text/event-stream": {"schema": {"type": "string"}}}},
-                      **_PROTOCOL_REFUSAL},
-        "security": [{"ApiKey": []}],
-    }},
+    "/threads/{thread_id}/commands": _protocol_post(
+        "protocol_thread_command_post", "Send a protocol command",
+        "Start a run (`run.start`), answer an interrupt (`input.respond`), cancel a run, and the protocol's other "
+        "commands. Events appear on the thread's event stream.",
+        _PROTOCOL_COMMAND, "The command's result or its error.",
+        {"application/json": {"schema": _PROTOCOL_RESPONSE}}),
+    "/threads/{thread_id}/stream/events": _protocol_post(
+        "protocol_thread_events_post", "Subscribe to a thread's events",
+        "Server-sent events: each frame's `data` is one protocol event `{type: \"event\", seq, method, params: "
+        "{namespace, timestamp, data}}`. The stream stays open across runs.",
+        _PROTOCOL_SUBSCRIPTION, "The event stream.",
+        {"text/event-stream": {"schema": {"type": "string"}}}),
 }
 
 
@@ -144,7 +146,9 @@ class AgentServerSchemaGenerator(ServiceSchemaGenerator):
         return document
 
     def _secured_operations(self) -> set[tuple[str, str]]:
-        return {(path, method) for path, _regex, method, callback in self.endpoints
+        # drf-spectacular's endpoints are (path, regex, method, view); the DRF stubs know DRF's three-tuples.
+        endpoints: list[tuple[str, str, str, Any]] = self.endpoints  # type: ignore[assignment]
+        return {(path, method) for path, _regex, method, callback in endpoints
                 if issubclass(getattr(callback, "cls", object), AgentServerApi)}
 
     @staticmethod

@@ -1,25 +1,36 @@
-"""Reads of the Agent Server API: assistants and their versions, and chat threads as Agent Server threads."""
+"""Reads of the Agent Server API: assistants and their versions, chat threads as Agent Server threads, and their
+chat runs."""
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from datetime import datetime
+from typing import Any, cast
 
+import orjson
 from django.db import connection
+from django.db.models import QuerySet
 
 from agentserver.graphs import served_graph_ids
 from agentserver.models import Assistant, AssistantVersion
 from agentserver.state import snapshot_get
 from chat.access import Caller
 from chat.graph_runtime import ServedGraph, get_served_graph
-from chat.models import ChatRun, ChatThread
+from chat.models import ChatEvent, ChatRun, ChatThread
 from chat.services import thread_owned_by
-from core.exceptions import NotFound
+from core.exceptions import NotFound, RequestValidationError
+from core.protocol_errors import error_body
 
 # uuid5(SYSTEM_NAMESPACE, graph_id) is a graph's system assistant id, as on LangChain's Agent Server (checked
 # against `langgraph dev` 0.16.7: "echo" -> 046b5dc7-2108-582c-9c6c-31d556d138f0).
 SYSTEM_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 THREAD_STATUSES = ("idle", "busy", "interrupted", "error")
+# A chat run's status as the Agent Server names it (`completed` is `success`, `failed` is `error`).
+RUN_STATUS_NAMES = {ChatRun.Status.PENDING: "pending", ChatRun.Status.RUNNING: "running",
+                    ChatRun.Status.COMPLETED: "success", ChatRun.Status.FAILED: "error",
+                    ChatRun.Status.INTERRUPTED: "interrupted"}
+RUN_STATUS_FILTERS = {name: status for status, name in RUN_STATUS_NAMES.items()}
+ACTIVE_RUN_STATUSES = (ChatRun.Status.PENDING, ChatRun.Status.RUNNING)
 
 
 def system_assistant_id(graph_id: str) -> uuid.UUID:
@@ -42,12 +53,12 @@ def metadata_matches(found: dict | None, wanted: dict | None) -> bool:
 
 
 # --- Assistants -----------------------------------------------------------------------------------------------
-def assistants_for_caller(*, caller: Caller):
+def assistants_for_caller(*, caller: Caller) -> QuerySet[Assistant]:
     """The caller's assistants of the graphs this process serves."""
     return Assistant.objects.filter(**caller.owner_filter, graph_id__in=served_graph_ids())
 
 
-def assistant_not_found(assistant_id) -> NotFound:
+def assistant_not_found(assistant_id: uuid.UUID | str) -> NotFound:
     return NotFound(f"Assistant with ID {assistant_id} not found")
 
 
@@ -153,11 +164,68 @@ def thread_search(*, caller: Caller, metadata: dict | None = None, values: dict 
             continue
         found.append((thread, view))
     if sort_by == "status":
-        found.sort(key=lambda pair: (pair[1]["status"], pair[0].created_at), reverse=sort_order == "desc")
+        # Sorting by status derived every thread's view: none is None here.
+        found.sort(key=lambda pair: (cast(dict, pair[1])["status"], pair[0].created_at), reverse=sort_order == "desc")
     end = None if limit is None else offset + limit
     return found[offset:end], len(found)
 
 
-def threads_expired(*, now, limit: int) -> list[ChatThread]:
+def threads_expired(*, now: datetime, limit: int) -> list[ChatThread]:
     """Threads whose time-to-live has run out by `now`, the longest expired first."""
     return list(ChatThread.objects.filter(expires_at__lte=now).order_by("expires_at")[:limit])
+
+
+# --- Chat runs (of kind "agent_server", and the protocol's, on the same threads) ------------------------------
+def run_not_found() -> NotFound:
+    return NotFound("Not Found")
+
+
+def run_get(*, caller: Caller, thread_id: str, run_id: str) -> ChatRun:
+    """Raises NotFound: the thread is not the caller's, or it has no such run."""
+    thread = thread_get(caller=caller, thread_id=thread_id)
+    try:
+        key = uuid.UUID(str(run_id))
+    except ValueError:
+        raise RequestValidationError.single(["path", "run_id"], "Invalid run ID: must be a UUID") from None
+    run = ChatRun.objects.filter(thread=thread, pk=key).first()
+    if run is None:
+        raise run_not_found()
+    return run
+
+
+def run_by_id(*, run_id: uuid.UUID | str) -> ChatRun | None:
+    return ChatRun.objects.filter(pk=run_id).first()
+
+
+def run_list(*, caller: Caller, thread_id: str, limit: int, offset: int, status: str | None) -> list[ChatRun]:
+    thread = thread_get(caller=caller, thread_id=thread_id)
+    rows = ChatRun.objects.filter(thread=thread)
+    if status:
+        rows = rows.filter(status=RUN_STATUS_FILTERS[status])
+    return list(rows.order_by("-created_at", "-pk")[offset:offset + limit])
+
+
+def run_result(*, run: ChatRun) -> dict[str, Any]:
+    """What `runs.wait` and `runs.join` answer for an ended run: its last values (or interrupt), `__error__` for
+    a failure, the thread's values when the run streamed none."""
+    channel = f"as:{run.pk}"
+    latest, interrupts = None, None
+    rows = ChatEvent.objects.filter(thread_id=run.thread_id, run=run, channel=channel).order_by("seq")
+    for payload in rows.values_list("payload", flat=True):
+        head, _, data = payload.partition("\ndata: ")
+        name = head.removeprefix("event: ")
+        if name == "error":
+            return {"__error__": orjson.loads(data)}
+        if name == "values":
+            latest = orjson.loads(data)
+            if isinstance(latest, dict) and "__interrupt__" in latest:
+                interrupts = latest
+    if run.status == ChatRun.Status.FAILED:
+        return {"__error__": error_body("RunError", run.error)}
+    if interrupts is not None:
+        return interrupts
+    if latest is not None:
+        return latest
+    thread = ChatThread.objects.filter(pk=run.thread_id).first()
+    view = thread_view(thread) if thread is not None else None
+    return (view or {}).get("values") or {}

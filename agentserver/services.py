@@ -1,9 +1,14 @@
-"""Writes of the Agent Server API: assistants (versioned) and chat threads as Agent Server threads."""
+"""Writes of the Agent Server API: assistants (versioned), chat threads as Agent Server threads, and their chat runs.
+
+An Agent Server run is a chat.models.ChatRun of kind "agent_server", created queued (chat/run_queue.py executes it):
+the chat protocol's runs and these share one table, one executor, one checkpointer and one event log, so a thread
+is busy for both.
+"""
 
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -18,9 +23,15 @@ from chat import services as chat_services
 from chat.access import Caller
 from chat.graph_runtime import get_checkpointer
 from chat.models import ChatRun, ChatThread
+from chat.run_control import run_stop
+from chat.run_queue import notify_executors
+from chat.stream_modes import STREAM_MODES
+from core import egress
 from core.exceptions import BadRequest, Conflict, NotFound, RequestValidationError
 
 VERSIONED_FIELDS = ("graph_id", "name", "description", "config", "context", "metadata")
+BUSY_MESSAGE = ("Thread is already running a task. Wait for it to finish or choose a different multitask "
+                "strategy.")
 
 
 _UNSET: Any = object()
@@ -142,7 +153,7 @@ def assistant_delete(*, caller: Caller, assistant: Assistant, delete_threads: bo
 
 
 # --- Threads --------------------------------------------------------------------------------------------------
-def _expiry(ttl: dict | None):
+def _expiry(ttl: dict | None) -> datetime | None:
     return timezone.now() + timedelta(minutes=ttl["ttl"]) if ttl else None
 
 
@@ -197,9 +208,7 @@ def thread_delete(*, thread: ChatThread) -> None:
     """The thread, its checkpoints, runs and event log; an active run is stopped first."""
     active = ChatRun.objects.filter(thread=thread, status=ChatRun.Status.RUNNING).first()
     if active is not None:
-        from chat.consumers import stop_run  # the chat protocol's own stop: flag, local cancel, bounded wait
-
-        async_to_sync(stop_run)(active)
+        async_to_sync(run_stop)(run=active)  # the cancel flag, a local cancel, a bounded wait
     # One transaction (the saver's sync methods use this thread's connection): never half a thread left behind.
     with transaction.atomic():
         get_checkpointer().delete_thread(thread.id)
@@ -223,19 +232,23 @@ def _graph_metadata(thread: ChatThread) -> dict:
     return {"graph_id": graph_id} if graph_id else {}
 
 
-def thread_state_update(*, caller: Caller, thread_id: str, values: Any, as_node: str | None,
-                        checkpoint: dict | None) -> dict:
-    """Update (or, for a thread nobody has yet, bootstrap as the examples do) the thread's state.
+def thread_state_update(*, caller: Caller, thread_id: str, values: Any = None, as_node: str | None = None,
+                        checkpoint: dict | None = None, checkpoint_id: str | None = None) -> dict:
+    """Update (or, for a thread nobody has yet, bootstrap as the examples do) the thread's state, from the thread's
+    latest checkpoint or the one `checkpoint` (or `checkpoint_id`, which wins) names.
 
     Raises:
         NotFound: someone else's thread. agentserver.state.InvalidStateRequest: the graph refuses the update.
     """
+    checkpoint = dict(checkpoint or {})
+    if checkpoint_id:
+        checkpoint["checkpoint_id"] = checkpoint_id
     try:
         thread = chat_services.thread_claim(thread_id=thread_id, caller=caller)
     except NotFound:
         raise selectors.thread_not_found(thread_id) from None
     result = state_update(selectors.thread_graph(thread), thread.id, values=values, as_node=as_node,
-                          checkpoint=checkpoint, metadata=_graph_metadata(thread))
+                          checkpoint=checkpoint or None, metadata=_graph_metadata(thread))
     messages = values.get("messages") if isinstance(values, dict) else None
     chat_services.thread_touch(thread=thread, messages=messages if isinstance(messages, list) else None)
     return result
@@ -257,3 +270,203 @@ def thread_expire(*, thread: ChatThread) -> str:
         get_checkpointer().prune([thread.id], strategy="keep_latest")
         ChatThread.objects.filter(pk=thread.pk).update(expires_at=_expiry(thread.ttl))
     return "pruned"
+
+
+# --- Chat runs ------------------------------------------------------------------------------------------------
+def _assistant_for(*, caller: Caller, raw: str) -> Assistant:
+    if raw in served_graph_ids():
+        key = selectors.system_assistant_id(raw)
+    else:
+        try:
+            key = uuid.UUID(str(raw))
+        except ValueError:
+            graphs = ", ".join(served_graph_ids())
+            raise RequestValidationError.single(
+                ["body", "assistant_id"], f"Invalid assistant: '{raw}'. Must be either:\n- A valid assistant UUID, "
+                                          f"or\n- One of the registered graphs: {graphs}") from None
+    try:
+        return selectors.assistant_get(caller=caller, assistant_id=key)
+    except NotFound:
+        # Only a miss needs the system assistants ensured: every run would otherwise pay a query for it.
+        assistants_ensure_system(caller=caller)
+    return selectors.assistant_get(caller=caller, assistant_id=key)
+
+
+def _check_body(data: dict) -> None:
+    unknown = [m for m in data.get("stream_mode") or () if m not in STREAM_MODES]
+    if unknown:
+        raise RequestValidationError.single(["body", "stream_mode"], f"Invalid stream_mode: {unknown[0]!r}. "
+                                                                      f"Expected one of {list(STREAM_MODES)}")
+    if data.get("webhook"):
+        try:
+            egress.check_url(data["webhook"])
+        except egress.EgressDenied as exc:
+            raise RequestValidationError.single(["body", "webhook"], f"Webhook URL refused: {exc.detail}") from None
+
+
+def _run_config(assistant: Assistant, data: dict) -> tuple[dict, dict]:
+    """The run's config and context. Without a context, the request's configurable stands for it (as on the
+    Agent Server, which then mirrors the context into the configurable)."""
+    config = dict(assistant.config or {})
+    given = data.get("config") or {}
+    configurable = {**(config.get("configurable") or {}), **(given.get("configurable") or {})}
+    config.update({k: v for k, v in given.items() if k != "configurable"})
+    context = {**(assistant.context or {}), **(data.get("context") or given.get("configurable") or {})}
+    configurable = {**configurable, **context}
+    configurable.update(graph_id=assistant.graph_id, assistant_id=str(assistant.assistant_id))
+    return {**config, "configurable": configurable}, context
+
+
+def _run_metadata(*, assistant: Assistant, thread: ChatThread, created: bool, data: dict) -> dict:
+    """The assistant's metadata, an existing thread's (with the graph it now runs), the config's and the run's.
+
+    A thread the run creates adds nothing (so no `graph_id`), as on the Agent Server.
+    """
+    from_thread = {} if created else {**(thread.metadata or {}), "graph_id": assistant.graph_id}
+    return {**(assistant.metadata or {}), **from_thread, **((data.get("config") or {}).get("metadata") or {}),
+            **(data.get("metadata") or {}), "assistant_id": str(assistant.assistant_id)}
+
+
+def _thread_for(*, caller: Caller, thread_id: str | None, data: dict) -> tuple[ChatThread, bool, bool]:
+    """(The run's thread, whether it is temporary, whether the run created it.)"""
+    if thread_id is None:
+        created = ChatThread.objects.create(id=str(uuid.uuid4()), **caller.owner_fields)
+        return created, data.get("on_completion", "delete") == "delete", True
+    thread = ChatThread.objects.filter(pk=thread_id).first()
+    if thread is None and data.get("if_not_exists") == "create":
+        return chat_services.thread_claim(thread_id=thread_id, caller=caller), False, True
+    if thread is None or not chat_services.thread_owned_by(thread, caller):
+        raise NotFound("Thread or assistant not found.")
+    return thread, False, False
+
+
+def _make_room(*, thread: ChatThread, strategy: str) -> list[ChatRun]:
+    """Apply the multitask strategy to the thread's active runs; the running runs now being cancelled."""
+    active = list(ChatRun.objects.filter(thread=thread, status__in=selectors.ACTIVE_RUN_STATUSES))
+    if not active or strategy == "enqueue":
+        return []
+    if strategy == "reject":
+        raise Conflict(BUSY_MESSAGE)
+    return [run for run in active if not _cancel_now(run=run, rollback=strategy == "rollback")]
+
+
+def run_create(*, caller: Caller, thread_id: str | None, data: dict) -> tuple[ChatRun, list[ChatRun]]:
+    """Queue a run; (the run, running runs its multitask strategy is cancelling).
+
+    Raises:
+        NotFound: unknown assistant or thread (or someone else's). Conflict: `reject` on a busy thread.
+        RequestValidationError: an unknown stream mode, or a webhook the egress guard refuses.
+    """
+    _check_body(data)
+    assistant = _assistant_for(caller=caller, raw=str(data["assistant_id"]))
+    config, context = _run_config(assistant, data)
+    with transaction.atomic():
+        thread, temporary, created = _thread_for(caller=caller, thread_id=thread_id, data=data)
+        ChatThread.objects.select_for_update().filter(pk=thread.pk).first()
+        strategy = data.get("multitask_strategy") or "enqueue"
+        cancelling = _make_room(thread=thread, strategy=strategy)
+        checkpoint = dict(data.get("checkpoint") or {})
+        if data.get("checkpoint_id"):
+            checkpoint["checkpoint_id"] = data["checkpoint_id"]
+        run_id = uuid.uuid4()
+        metadata = _run_metadata(assistant=assistant, thread=thread, created=created, data=data)
+        run_config = {**config, "configurable": {**config["configurable"], "run_id": str(run_id),
+                                                 "thread_id": thread.pk}, "metadata": metadata}
+        kwargs = {"input": data.get("input"), "command": data.get("command"), "config": run_config,
+                  "context": context,
+                  "stream_mode": data.get("stream_mode") or ["values"],
+                  "interrupt_before": data.get("interrupt_before"), "interrupt_after": data.get("interrupt_after"),
+                  "webhook": data.get("webhook"), "feedback_keys": None, "temporary": temporary,
+                  "subgraphs": bool(data.get("stream_subgraphs")), "resumable": bool(data.get("stream_resumable")),
+                  "checkpoint_during": data.get("checkpoint_during", True), "durability": _durability(data),
+                  "checkpoint": checkpoint or None,
+                  "on_completion": data.get("on_completion") if thread_id is None else None}
+        after = data.get("after_seconds")
+        run = ChatRun.objects.create(
+            id=run_id, thread=thread, status=ChatRun.Status.PENDING, kind="agent_server",
+            graph_name=assistant.graph_id, assistant_id=str(assistant.assistant_id), kwargs=kwargs,
+            metadata=metadata, multitask_strategy=strategy, start_seq=_last_seq(thread),
+            available_at=timezone.now() + timedelta(seconds=after) if after else None)
+        _remember_graph(thread=thread, assistant=assistant)
+        transaction.on_commit(notify_executors)
+    return run, cancelling
+
+
+def _durability(data: dict) -> str:
+    if data.get("durability"):
+        return data["durability"]
+    return "async" if data.get("checkpoint_during") in (None, True) else "exit"
+
+
+def _last_seq(thread: ChatThread) -> int:
+    return ChatThread.objects.filter(pk=thread.pk).values_list("last_seq", flat=True).get()
+
+
+def _remember_graph(*, thread: ChatThread, assistant: Assistant) -> None:
+    """A run adds graph_id and assistant_id to its thread's metadata, as on the Agent Server."""
+    metadata = {**(thread.metadata or {}), "graph_id": assistant.graph_id,
+                "assistant_id": str(assistant.assistant_id)}
+    ChatThread.objects.filter(pk=thread.pk).update(metadata=metadata, has_state=True, graph_name=assistant.graph_id,
+                                                   updated_at=timezone.now())
+    thread.metadata = metadata
+
+
+# --- Cancelling and deleting ----------------------------------------------------------------------------------
+def _cancel_now(*, run: ChatRun, rollback: bool) -> bool:
+    """End a pending run at once (True), or ask the process running it to stop (False)."""
+    if run.status == ChatRun.Status.PENDING:
+        if rollback:
+            run.delete()
+            return True
+        if chat_services.run_cancel_queued(run=run):
+            return True
+        run.refresh_from_db()  # an executor claimed it meanwhile
+    chat_services.run_cancel_request(run=run, rollback=rollback)
+    return False
+
+
+def run_cancel(*, run: ChatRun, rollback: bool) -> bool:
+    """Cancel the run; True when it has ended already (it was pending or had ended)."""
+    if run.status not in selectors.ACTIVE_RUN_STATUSES:
+        return True
+    return _cancel_now(run=run, rollback=rollback)
+
+
+def run_delete(*, run: ChatRun) -> None:
+    """Raises Conflict: the run is still active (as the Agent Server refuses it)."""
+    if run.status in selectors.ACTIVE_RUN_STATUSES:
+        raise Conflict("Cannot delete an active run: cancel it first.")
+    run.delete()
+
+
+def runs_cancel_many(*, caller: Caller, thread_id: str | None, run_ids: list[str] | None, status: str | None,
+                     rollback: bool) -> list[ChatRun]:
+    """Cancel the caller's matching active runs; the running ones (their processes are asked to stop).
+
+    Raises:
+        NotFound: nothing matched.
+    """
+    rows = ChatRun.objects.filter(thread__in=ChatThread.objects.filter(**caller.owner_filter),
+                                  status__in=selectors.ACTIVE_RUN_STATUSES)
+    if thread_id:
+        rows = rows.filter(thread_id=thread_id)
+    if run_ids:
+        rows = rows.filter(pk__in=run_ids)
+    if status in ("pending", "running"):
+        rows = rows.filter(status=selectors.RUN_STATUS_FILTERS[status])
+    found = list(rows)
+    if not found:
+        raise NotFound("No matching runs to cancel. Check that the runs exist and are pending or running.")
+    return [run for run in found if not _cancel_now(run=run, rollback=rollback)]
+
+
+def run_finish_temporary(*, run: ChatRun) -> None:
+    """After a stateless run with `on_completion: delete` ended: delete its thread."""
+    if not (run.kwargs or {}).get("temporary"):
+        return
+    # One write transaction, not one per table: on SQLite every transaction queues for the single write lock.
+    with transaction.atomic():
+        thread = ChatThread.objects.filter(pk=run.thread_id).first()
+        if thread is not None:
+            get_checkpointer().delete_thread(thread.id)
+            chat_services.thread_delete(thread=thread)

@@ -6,8 +6,10 @@ The shape is chat.threads' (what the examples' client parses) plus the Agent Ser
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.errors import InvalidUpdateError
 from langgraph.types import StateSnapshot
 
@@ -18,11 +20,12 @@ class InvalidStateRequest(ValueError):
     """The graph cannot apply the update or read (unknown node, bad values, bad checkpoint)."""
 
 
-EMPTY_STATE = {"values": {}, "next": [], "tasks": [], "metadata": None, "created_at": None, "checkpoint": None,
-               "parent_checkpoint": None, "interrupts": [], "checkpoint_id": None, "parent_checkpoint_id": None}
+EMPTY_STATE: dict[str, Any] = {
+    "values": {}, "next": [], "tasks": [], "metadata": None, "created_at": None, "checkpoint": None,
+    "parent_checkpoint": None, "interrupts": [], "checkpoint_id": None, "parent_checkpoint_id": None}
 
 
-def _ref(config: dict | None, thread_id: str) -> dict | None:
+def _ref(config: Mapping[str, Any] | None, thread_id: str) -> dict | None:
     configurable = (config or {}).get("configurable") or {}
     if not configurable.get("checkpoint_id"):
         return None
@@ -77,11 +80,12 @@ def state_from_snapshot(snapshot: StateSnapshot, thread_id: str) -> dict:
     }
 
 
-def _config(thread_id: str, checkpoint: dict | None = None) -> dict:
-    configurable = {"thread_id": thread_id}
+def _config(thread_id: str, checkpoint: dict | None = None) -> RunnableConfig:
+    given = checkpoint or {}
+    configurable: dict[str, Any] = {"thread_id": thread_id}
     for key in ("checkpoint_id", "checkpoint_ns", "checkpoint_map"):
-        if (checkpoint or {}).get(key) is not None:
-            configurable[key] = checkpoint[key]
+        if given.get(key) is not None:
+            configurable[key] = given[key]
     return {"configurable": configurable}
 
 
@@ -104,7 +108,7 @@ def state_get(served: ServedGraph, thread_id: str, *, checkpoint: dict | None = 
     if snapshot is not None:
         return state_from_snapshot(snapshot, thread_id)
     empty = dict(EMPTY_STATE)
-    if (checkpoint or {}).get("checkpoint_id"):
+    if checkpoint and checkpoint.get("checkpoint_id"):
         empty["checkpoint"] = {"checkpoint_id": checkpoint["checkpoint_id"], "thread_id": thread_id}
         empty["checkpoint_id"] = checkpoint["checkpoint_id"]
     return empty
@@ -127,8 +131,8 @@ def state_update(served: ServedGraph, thread_id: str, *, values: Any, as_node: s
     if as_node is not None and as_node not in served.graph.nodes and as_node != "__start__":
         raise InvalidStateRequest(f"Node {as_node} does not exist")
     try:
-        config = {**_config(thread_id, checkpoint), "metadata": dict(metadata or {})}
-        config = served.graph.update_state(config, values, as_node=as_node)
+        request: RunnableConfig = {**_config(thread_id, checkpoint), "metadata": dict(metadata or {})}
+        config = served.graph.update_state(request, values, as_node=as_node)
     except (InvalidUpdateError, ValueError, KeyError, TypeError) as exc:
         raise InvalidStateRequest(f"{type(exc).__name__}: {exc}") from exc
     configurable = dict(config.get("configurable") or {})
@@ -137,7 +141,7 @@ def state_update(served: ServedGraph, thread_id: str, *, values: Any, as_node: s
     return {"checkpoint": ref, "configurable": ref, "checkpoint_id": ref["checkpoint_id"]}
 
 
-def _before(before: Any, thread_id: str) -> dict | None:
+def _before(before: Any, thread_id: str) -> RunnableConfig | None:
     if before in (None, ""):
         return None
     if isinstance(before, str):

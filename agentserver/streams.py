@@ -1,6 +1,6 @@
-"""Streaming answers of the Agent Server API: a run's SSE frames, and waiting for a run's result.
+"""Streaming answers of the Agent Server API: a chat run's SSE frames, and waiting for a chat run's result.
 
-Views create the run synchronously, then return a Django StreamingHttpResponse over one of these async generators,
+Views create the chat run synchronously, then return a Django StreamingHttpResponse over one of these async generators,
 which Daphne iterates on its event loop. Frames are read from the thread's event log (replay after the cursor) and
 then from the process's thread hub (chat/hub.py), like the chat protocol's streams.
 """
@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from django.conf import settings
 from django.http import StreamingHttpResponse
 
-from chat import db, selectors
+from chat import db_executor, selectors
 from chat.hub import Subscriber, hubs, wait_event
 from chat.models import ChatRun
 from chat.subscriptions import END_OF_RUN, FramesSubscription
@@ -37,7 +37,7 @@ async def _stored(thread_id: str, subscription: FramesSubscription, cursor: _Cur
     run's end marker."""
     out: list[bytes] = []
     while not cursor.ended:
-        events = await db.run(selectors.events_after, thread_id=thread_id, after_seq=cursor.seq)
+        events = await db_executor.run(selectors.events_after, thread_id=thread_id, after_seq=cursor.seq)
         for event in events:
             cursor.seq = event.seq
             if not subscription.matches(event.channel, event.namespace):
@@ -80,7 +80,7 @@ async def frames(thread_id: str, run_id: str | None, *, since: int, on_abandon=N
             out = _live(subscriber, subscription, cursor)
             if run_id and not cursor.ended and time.monotonic() >= next_status:
                 next_status = time.monotonic() + status_every
-                if await db.run(_ended, run_id):
+                if await db_executor.run(_ended, run_id):
                     # Whatever was stored before the end and not delivered yet, then the end.
                     out += await _stored(thread_id, subscription, cursor)
                     cursor.ended = True
@@ -142,5 +142,5 @@ def json_stream_response(stream: AsyncIterator[bytes], headers: dict[str, str]) 
 
 
 async def last_seq_of(thread_id: str) -> int:
-    state = await db.run(selectors.thread_cursor_state, thread_id=thread_id)
+    state = await db_executor.run(selectors.thread_cursor_state, thread_id=thread_id)
     return state[0] if state else 0

@@ -52,7 +52,7 @@ urlpatterns = [
     path(f"{T}/state", method_routes(get=api_threads.ThreadStateGetApi, post=api_threads.ThreadStateUpdateApi)),
     path(f"{T}/state/checkpoint", api_threads.ThreadStateAtCheckpointApi.as_view()),
     path(f"{T}/state/<str:checkpoint_id>", api_threads.ThreadStateAtCheckpointIdApi.as_view()),
-    path(f"{T}/history", api_threads.ThreadHistoryApi.as_view()),
+    path(f"{T}/history", method_routes(get=api_threads.ThreadHistoryGetApi, post=api_threads.ThreadHistoryPostApi)),
     path(f"{T}/runs", method_routes(get=api_runs.ThreadRunListApi, post=api_runs.ThreadRunCreateApi)),
     path(f"{T}/runs/stream", api_runs.ThreadRunStreamApi.as_view()),
     path(f"{T}/runs/wait", api_runs.ThreadRunWaitApi.as_view()),

@@ -155,7 +155,7 @@ def start_ours(work: Path, port: int) -> Server:
     data_dir = work / "ours-data"
     shutil.rmtree(data_dir, ignore_errors=True)
     data_dir.mkdir(parents=True)
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "deployments.serving_settings", "DEBUG": "false",
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "deployments.serving.settings", "DEBUG": "false",
            "SECRET_KEY": secrets.token_urlsafe(48), "FIELD_ENCRYPTION_KEY": Fernet.generate_key().decode(),
            "DATA_DIR": str(data_dir), "SQLITE_PATH": str(data_dir / "db.sqlite3"),
            "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}", "ALLOWED_HOSTS": "127.0.0.1,localhost",

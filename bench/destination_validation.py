@@ -3,8 +3,9 @@
     .venv/bin/python bench/destination_validation.py [--iterations 60]
 
 Ours: `POST /api/v1/bulk-exports/destinations` through the whole Django stack in-process (API-key
-auth, throttling, serializer validation, egress guard, S3 client factory with pinned connections,
-PutObject + HeadObject + DeleteObject, encrypting and storing the credential version).
+auth, the view's rate limit, serializer validation, the test write's rate limit, egress guard, S3 client
+factory with pinned connections, PutObject + HeadObject + DeleteObject, encrypting and storing the
+credential version).
 Peer: a bare boto3 script doing the same test write: build a client, put, head, delete.
 Both run interleaved in one process against the same moto server; medians, their ratio and the median of the
 per-round ratios are printed.

@@ -104,7 +104,7 @@ def seed(rows: int) -> dict:
     from django.db import connection
 
     from accounts.services import workspace_create
-    from exports import services
+    from exports.destinations import services
     from tracing.models import TracingProject
 
     call_command("migrate", verbosity=0)
@@ -176,7 +176,7 @@ def ours(info: dict, compression: str) -> dict:
     from datetime import datetime, timedelta
 
     from accounts.models import Workspace
-    from exports import export_services
+    from exports.bulk_exports import services as export_services
 
     start = datetime.fromisoformat(DAY + "T00:00:00+00:00")
     export = export_services.export_create(
@@ -186,7 +186,7 @@ def ours(info: dict, compression: str) -> dict:
 
 
 def ours_result(export_id: str) -> dict:
-    from exports.models import BulkExportRun
+    from exports.bulk_exports.models import BulkExportRun
 
     run = BulkExportRun.objects.get(bulk_export_id=export_id)
     assert run.status == "Completed", (run.status, run.errors)

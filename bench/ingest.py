@@ -97,7 +97,7 @@ def _run(run_id, trace_id, parent_id, dotted_order, name, run_type, start, proje
 
 def run(count: int, rounds: int, workdir: Path, backend: str) -> None:
     from accounts.services import api_key_create, workspace_create
-    from tests.support import LiveServer
+    from tests.support_processes import LiveServer
 
     workspace = workspace_create(name=f"bench-ingest-{uuid.uuid4().hex[:8]}")
     _, key = api_key_create(workspaces=[workspace], permissions=["tracing:write"])

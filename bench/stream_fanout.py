@@ -188,15 +188,11 @@ def start_ours(harness: Path, work: Path, config: str, args) -> Server:
 
 # --- one measured run ---------------------------------------------------------------------------------------------
 @dataclass
-class Subscriber:
-    latencies: list[float] = field(default_factory=list)
-    received: int = 0
-    expect: int = 0
-    out_of_order: int = 0
+class Subscriber(raw_sse.RawSubscriber):
+    """A subscriber of the burst scenario: what a raw one records, plus the clock of its first and last event."""
+
     emitted0: float | None = None
     last_at: float = 0.0
-    terminal: bool = False
-    error: str = ""
 
 
 async def subscribe(http: httpx.AsyncClient, path: str, sub: Subscriber, ready: asyncio.Event, parser_cls) -> None:
@@ -334,33 +330,46 @@ def run_server_paced(server: Server, args, harness_module, out) -> dict[int, dic
             out.write(json.dumps(row) + "\n")
             out.flush()
             summary[k] = row
-            print(f"  {server.name:28s} K={k:<4d} {fmt_paced(row)}", flush=True)
+            print(f"  {server.name:28s} K={k:<4d} {fmt(row, PACED_COLUMNS)}", flush=True)
             time.sleep(0.5)
     finally:
         server.stop()
     return summary
 
 
-def fmt_paced(row: dict) -> str:
-    return (f"p50 {row['p50_latency_ms'] or 0:7.1f} ms  p99 {row['p99_latency_ms'] or 0:7.1f} ms  "
-            f"max {row['max_latency_ms'] or 0:7.1f} ms  server CPU {row['server_cpu_pct']:5.1f} %  "
-            f"client CPU {row['client_cpu_pct']:5.1f} %  runq wait {row['server_runq_wait_pct']:5.1f} %  "
-            f"RSS {row['peak_rss_mb'] or 0:4.0f} MiB  "
-            f"load {row['load_avg_1m']:.2f}  {'ok' if row['complete'] else 'INCOMPLETE ' + str(row['errors'])}")
+# Console columns: (row key, format); a missing value prints as 0.
+BURST_COLUMNS = (("events_per_s", "{:9.0f} ev/s"), ("cpu_us_per_event", "{:7.1f} µs/ev"),
+                 ("p99_latency_ms", "p99 {:8.1f} ms"), ("peak_rss_mb", "RSS {:6.0f} MiB"),
+                 ("load_avg_1m", "load {:.1f}"))
+PACED_COLUMNS = (("p50_latency_ms", "p50 {:7.1f} ms"), ("p99_latency_ms", "p99 {:7.1f} ms"),
+                 ("max_latency_ms", "max {:7.1f} ms"), ("server_cpu_pct", "server CPU {:5.1f} %"),
+                 ("client_cpu_pct", "client CPU {:5.1f} %"), ("server_runq_wait_pct", "runq wait {:5.1f} %"),
+                 ("peak_rss_mb", "RSS {:4.0f} MiB"), ("load_avg_1m", "load {:.2f}"))
+
+
+def fmt(row: dict, columns=BURST_COLUMNS) -> str:
+    cells = [template.format(row[key] or 0) for key, template in columns]
+    return "  ".join([*cells, "ok" if row["complete"] else f"INCOMPLETE {row.get('errors', '')}"])
+
+
+def print_markdown_table(headers: list[str], results: dict[str, dict[int, dict]], ks: list[int], cells) -> None:
+    """Every server's row at each K; `cells(name, k, row)` gives the cells after K and the server's name."""
+    print("\n| " + " | ".join(headers) + " |")
+    print("|" + "---|" * len(headers))
+    for k in ks:
+        for name, rows in results.items():
+            if rows.get(k):
+                print("| " + " | ".join([str(k), name, *cells(name, k, rows[k])]) + " |")
 
 
 def print_table_paced(results: dict[str, dict[int, dict]], ks: list[int]) -> None:
-    print("\n| K | server | p50 ms | p99 ms | max ms | server CPU % | client CPU % | server waiting for a core % "
-          "| peak RSS MiB | load (1 min) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for k in ks:
-        for name, rows in results.items():
-            row = rows.get(k)
-            if row:
-                print(f"| {k} | {name} | {row['p50_latency_ms'] or 0:.1f} | {row['p99_latency_ms'] or 0:.1f} | "
-                      f"{row['max_latency_ms'] or 0:.0f} | {row['server_cpu_pct']:.1f} | {row['client_cpu_pct']:.1f} | "
-                      f"{row['server_runq_wait_pct']:.1f} | "
-                      f"{row['peak_rss_mb'] or 0:.0f} | {row['load_avg_1m']:.2f} |")
+    def cells(name: str, k: int, row: dict) -> list[str]:
+        return [f"{row['p50_latency_ms'] or 0:.1f}", f"{row['p99_latency_ms'] or 0:.1f}",
+                f"{row['max_latency_ms'] or 0:.0f}", f"{row['server_cpu_pct']:.1f}", f"{row['client_cpu_pct']:.1f}",
+                f"{row['server_runq_wait_pct']:.1f}", f"{row['peak_rss_mb'] or 0:.0f}", f"{row['load_avg_1m']:.2f}"]
+
+    print_markdown_table(["K", "server", "p50 ms", "p99 ms", "max ms", "server CPU %", "client CPU %",
+                          "server waiting for a core %", "peak RSS MiB", "load (1 min)"], results, ks, cells)
 
 
 # --- driver -------------------------------------------------------------------------------------------------------
@@ -399,31 +408,21 @@ def run_server(server: Server, args, harness_module, out) -> dict[int, dict]:
     return summary
 
 
-def fmt(row: dict) -> str:
-    return (f"{row['events_per_s'] or 0:9.0f} ev/s  {row['cpu_us_per_event'] or 0:7.1f} µs/ev  "
-            f"p99 {row['p99_latency_ms'] or 0:8.1f} ms  RSS {row['peak_rss_mb'] or 0:6.0f} MiB  "
-            f"load {row['load_avg_1m'] or 0:.1f}  "
-            f"{'ok' if row['complete'] else 'INCOMPLETE'}")
-
-
 def print_table(results: dict[str, dict[int, dict]], ks: list[int]) -> None:
     peer = results.get("langgraph dev")
-    print("\n| K | server | delivered ev/s | server CPU µs/ev | p99 latency ms | peak RSS MiB "
-          "| vs peer (ev/s, CPU, RSS) | load (1 min) |")
-    print("|---|---|---|---|---|---|---|---|")
-    for k in ks:
-        for name, rows in results.items():
-            row = rows.get(k)
-            if not row:
-                continue
-            ratio = ""
-            if peer and name != "langgraph dev" and peer.get(k) and row["events_per_s"]:
-                base = peer[k]
-                ratio = (f"{row['events_per_s'] / base['events_per_s']:.1f}×, "
-                         f"{row['cpu_us_per_event'] / base['cpu_us_per_event']:.2f}×, "
-                         f"{row['peak_rss_mb'] / base['peak_rss_mb']:.2f}×")
-            print(f"| {k} | {name} | {row['events_per_s']:.0f} | {row['cpu_us_per_event']:.1f} | "
-                  f"{row['p99_latency_ms']:.0f} | {row['peak_rss_mb']:.0f} | {ratio} | {row['load_avg_1m'] or 0:.1f} |")
+
+    def cells(name: str, k: int, row: dict) -> list[str]:
+        ratio = ""
+        if peer and name != "langgraph dev" and peer.get(k) and row["events_per_s"]:
+            base = peer[k]
+            ratio = (f"{row['events_per_s'] / base['events_per_s']:.1f}×, "
+                     f"{row['cpu_us_per_event'] / base['cpu_us_per_event']:.2f}×, "
+                     f"{row['peak_rss_mb'] / base['peak_rss_mb']:.2f}×")
+        return [f"{row['events_per_s']:.0f}", f"{row['cpu_us_per_event']:.1f}", f"{row['p99_latency_ms']:.0f}",
+                f"{row['peak_rss_mb']:.0f}", ratio, f"{row['load_avg_1m'] or 0:.1f}"]
+
+    print_markdown_table(["K", "server", "delivered ev/s", "server CPU µs/ev", "p99 latency ms", "peak RSS MiB",
+                          "vs peer (ev/s, CPU, RSS)", "load (1 min)"], results, ks, cells)
 
 
 def main() -> None:

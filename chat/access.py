@@ -3,19 +3,16 @@
 | caller | owner of the threads it creates |
 |---|---|
 | API key with `chat:use` (`X-Api-Key`, plus `X-Tenant-Id` by the foundation's rules) | the key's workspace |
-| logged-in user (Django session cookie) | that user |
+| logged-in user (Django session cookie, resolved by Django's or Channels' auth middleware) | that user |
 | anonymous, only with CHAT_ALLOW_ANONYMOUS | one shared anonymous owner |
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from http.cookies import SimpleCookie
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, load_backend
-from django.utils.crypto import constant_time_compare
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.exceptions import PermissionDenied as DrfPermissionDenied
 
@@ -59,8 +56,25 @@ class Caller:
                 "user_id": getattr(self.user, "pk", None)}
 
 
-def resolve_caller(headers: dict[str, str], client_host: str = "") -> Caller:
-    """The caller behind a request's headers (lower-case names). Runs ORM queries: call it off the event loop.
+def authorize(*, headers: dict[str, str], client_host: str, user, write: bool,
+              cross_origin_write_ok: bool = False) -> Caller:
+    """The caller of a chat route or an Agent Server view, with a write's origin checked; the one check both run.
+
+    `user` is the session's user as Django's or Channels' auth middleware resolved it (None or anonymous without
+    one). `cross_origin_write_ok`: a CORS origin the Agent Server API allows may write without a same-site
+    Origin, unless the caller authenticated with the user's cookies. Runs ORM queries: call it off the event loop.
+
+    Raises:
+        ChatAccessError: 400, 401 or 403 (see resolve_caller and check_write_origin).
+    """
+    caller = resolve_caller(headers, client_host, user)
+    if write and not (cross_origin_write_ok and not caller.via_cookie):
+        check_write_origin(caller, headers)
+    return caller
+
+
+def resolve_caller(headers: dict[str, str], client_host: str = "", user=None) -> Caller:
+    """The caller behind a request's headers (lower-case names) and session user. Runs ORM queries.
 
     Raises:
         ChatAccessError: 401 unauthenticated, or 403 permission_denied (key without chat:use, ambiguous workspace).
@@ -81,42 +95,12 @@ def resolve_caller(headers: dict[str, str], client_host: str = "") -> Caller:
         except DrfPermissionDenied as exc:
             raise permission_denied(str(exc.detail)) from None
         return Caller(kind="workspace", workspace=workspace, stream_key=f"key:{principal.api_key.id}")
-    user = session_user(headers.get("cookie", ""))
-    if user is not None:
+    # Evaluated only here: an API-key request never loads the session (Django's request.user is lazy).
+    if user is not None and user.is_authenticated and user.is_active:
         return Caller(kind="user", user=user, via_cookie=True, stream_key=f"user:{user.pk}")
     if settings.CHAT_ALLOW_ANONYMOUS:
         return Caller(kind="anonymous", stream_key=f"anonymous:{client_host}")
     raise unauthenticated("Authentication required: send X-Api-Key (with the chat:use permission) or log in.")
-
-
-def session_user(cookie_header: str):
-    """The active user of the Django session named in the Cookie header, or None."""
-    cookie = SimpleCookie()
-    try:
-        cookie.load(cookie_header or "")
-    except Exception:
-        return None
-    morsel = cookie.get(settings.SESSION_COOKIE_NAME)
-    if morsel is None or not morsel.value:
-        return None
-    from importlib import import_module
-
-    session = import_module(settings.SESSION_ENGINE).SessionStore(morsel.value)
-    try:
-        user_id = session[SESSION_KEY]
-        backend_path = session[BACKEND_SESSION_KEY]
-    except KeyError:
-        return None
-    if backend_path not in settings.AUTHENTICATION_BACKENDS:
-        return None
-    user = load_backend(backend_path).get_user(user_id)
-    if user is None or not getattr(user, "is_active", False):
-        return None
-    # Same rule as django.contrib.auth.get_user: a password change logs the session out.
-    verifier = getattr(user, "get_session_auth_hash", None)
-    if verifier and not constant_time_compare(session.get(HASH_SESSION_KEY, ""), verifier()):
-        return None
-    return user
 
 
 def check_write_origin(caller: Caller, headers: dict[str, str]) -> None:

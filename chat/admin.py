@@ -1,4 +1,4 @@
-"""A read-mostly console for chat threads, runs and the event log."""
+"""A read-mostly console for chat threads, chat runs and the event log."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from core.admin import ReadOnlyAdmin, ago_column, clipped, health_filter, id_col
 
 class ChatRunInline(admin.TabularInline):
     model = ChatRun
-    fields = ["id", "status", "worker", "created_at", "finished_at", "error"]
+    fields = ("id", "status", "worker", "created_at", "finished_at", "error")
     readonly_fields = fields
     extra = 0
     can_delete = False

@@ -21,6 +21,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
+
 from chat.graph_runtime import ServedGraph
 
 
@@ -48,13 +50,13 @@ async def checkpoint_tree(served: ServedGraph, thread_id: str, *, with_messages:
     """The thread's root-namespace checkpoints by id, each with its parent, children and (`with_messages`) the ids
     and types of its messages."""
     nodes: dict[str, Node] = {}
-    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
     if with_messages:
         # Through the graph: the messages channel may be stored as deltas that only the graph puts together.
         found = [(s.config, s.parent_config, s.metadata, (s.values or {}).get("messages"))
                  async for s in served.graph.aget_state_history(config)]
     else:
-        found = [(t.config, t.parent_config, t.metadata, None) async for t in served.graph.checkpointer.alist(config)]
+        found = [(t.config, t.parent_config, t.metadata, None) async for t in served.saver.alist(config)]
     for own, parent_config, metadata, messages in found:
         metadata = metadata or {}
         messages = messages if isinstance(messages, list) else []

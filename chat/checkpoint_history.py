@@ -91,7 +91,8 @@ def _walk_ancestors(
 ) -> None:
     """Feed the walk the target's ancestors, a page at a time, until every channel has its seed."""
     seen: set[str] = set()
-    start, count, skip = target, pages[0], 1  # the first page opens with the target itself
+    start: str | None = target
+    count, skip = pages[0], 1  # the first page opens with the target itself
     while start is not None and walk.open:
         page = store.ancestors(thread_id, ns, start, count)
         decoded = []

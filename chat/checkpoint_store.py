@@ -13,9 +13,9 @@ from __future__ import annotations
 import functools
 import operator
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import connections, transaction
 from django.db.models import Max, Q
@@ -40,6 +40,8 @@ WRITE_COLUMNS = (
 )
 # Rows or ids per statement: well under SQLite's and PostgreSQL's parameter limits.
 BATCH = 500
+# The three tables copied row by row (a constrained type: each is checked on its own).
+_CheckpointModel = TypeVar("_CheckpointModel", Checkpoint, CheckpointBlob, CheckpointWrite)
 # Metadata keys a DeltaChannel leaves; keep_latest would cut the history its value is rebuilt from.
 DELTA_MARKERS = ("counters_since_delta_snapshot", "delta_writes_versioned")
 
@@ -198,10 +200,10 @@ class CheckpointStore:
     def stored_blobs(self, thread_id: str, ns: str, keys: set[tuple[str, str]]) -> set[tuple[str, str]]:
         """Those of the (channel, version) keys that have a blob holding a value."""
         channels, versions = sorted({c for c, _ in keys}), sorted({v for _, v in keys})
-        found = set()
+        found: set[tuple[str, str]] = set()
         for chunk in batches(versions, BATCH - len(channels)):
             shape = ("stored_blobs", len(channels), len(chunk))
-            sql = self._statement(shape, lambda s=shape: self._stored_blobs_sql(*s[1:]))
+            sql = self._statement(shape, functools.partial(self._stored_blobs_sql, len(channels), len(chunk)))
             rows = self._execute(connections[self.using], sql, [thread_id, ns, *channels, *chunk])
             found.update((channel, version) for channel, version in rows if (channel, version) in keys)
         return found
@@ -216,7 +218,7 @@ class CheckpointStore:
         )
 
     def channel_writes_and_blobs(
-        self, thread_id: str, ns: str, chains: dict[str, Sequence[str]], blobs: Sequence[tuple[str, str]]
+        self, thread_id: str, ns: str, chains: Mapping[str, Sequence[str]], blobs: Sequence[tuple[str, str]]
     ) -> list[tuple]:
         """One channel's writes on each chain of checkpoints, and the (channel, version) blobs.
 
@@ -254,7 +256,7 @@ class CheckpointStore:
 
     # --- writes ------------------------------------------------------------------------------------
 
-    def checkpoint_params(self, row: tuple, metadata: dict, run_id: str | None) -> list[Any]:
+    def checkpoint_params(self, row: tuple, metadata: Mapping[str, Any], run_id: str | None) -> list[Any]:
         """The parameters of a checkpoint upsert (no database access: callers build them off the worker)."""
         ops = self.ops
         return [*row, ops.adapt_json_value(metadata, None), run_id, ops.adapt_datetimefield_value(timezone.now())]
@@ -278,7 +280,7 @@ class CheckpointStore:
             return
         with transaction.atomic(using=self.using) if len(blobs) > per_statement else nullcontext():
             for chunk in batches(blobs, per_statement):
-                sql = self._statement(("blobs", len(chunk)), lambda n=len(chunk): self._insert_blobs_sql(n))
+                sql = self._statement(("blobs", len(chunk)), functools.partial(self._insert_blobs_sql, len(chunk)))
                 self._execute(connection, sql, [p for blob in chunk for p in blob])
             self._execute(connection, self._upsert_checkpoint, params)
 
@@ -291,7 +293,7 @@ class CheckpointStore:
         connection = connections[self.using]
         for chunk in batches(rows, BATCH // len(WRITE_COLUMNS)):
             sql = self._statement(
-                ("writes", len(chunk), replace), lambda n=len(chunk): self._insert_writes_sql(n, replace)
+                ("writes", len(chunk), replace), functools.partial(self._insert_writes_sql, len(chunk), replace)
             )
             self._execute(connection, sql, [p for row in chunk for p in row])
 
@@ -306,17 +308,21 @@ class CheckpointStore:
 
     def copy_thread(self, source: str, target: str) -> None:
         with transaction.atomic(using=self.using):
-            for model in (CheckpointBlob, Checkpoint, CheckpointWrite):
-                manager = model.objects.using(self.using)
-                fields = [f.name for f in model._meta.concrete_fields if f.name not in ("id", "thread_id")]
-                rows = manager.filter(thread_id=source).order_by("pk").values(*fields).iterator(chunk_size=BATCH)
-                batch = []
-                for values in rows:
-                    batch.append(model(thread_id=target, **values))
-                    if len(batch) == BATCH:
-                        manager.bulk_create(batch, ignore_conflicts=True)
-                        batch = []
+            self._copy_rows(CheckpointBlob, source, target)
+            self._copy_rows(Checkpoint, source, target)
+            self._copy_rows(CheckpointWrite, source, target)
+
+    def _copy_rows(self, model: type[_CheckpointModel], source: str, target: str) -> None:
+        manager = model.objects.using(self.using)
+        fields = [f.name for f in model._meta.concrete_fields if f.name not in ("id", "thread_id")]
+        rows = manager.filter(thread_id=source).order_by("pk").values(*fields).iterator(chunk_size=BATCH)
+        batch = []
+        for values in rows:
+            batch.append(model(thread_id=target, **values))
+            if len(batch) == BATCH:
                 manager.bulk_create(batch, ignore_conflicts=True)
+                batch = []
+        manager.bulk_create(batch, ignore_conflicts=True)
 
     # --- deletes -----------------------------------------------------------------------------------
 
@@ -390,10 +396,9 @@ class CheckpointStore:
                     model.objects.using(self.using).filter(thread_id=thread_id, checkpoint_ns=ns).delete()
                 del heads[ns]
             for ns, head in heads.items():
-                older = (
+                if older := list(
                     rows.filter(checkpoint_ns=ns).exclude(checkpoint_id=head).values_list("checkpoint_id", flat=True)
-                )
-                if older := list(older):
+                ):
                     self._delete_checkpoints(thread_id, ns, older)
                     self._keep_only_blobs(thread_id, ns, blob_keys(*kept[ns][:2]))
 

@@ -90,7 +90,7 @@ class Workers:
         # Django connections belong to their thread, so every worker closes its own: each close
         # job waits at the barrier until all workers hold one.
         barrier = threading.Barrier(len(self.threads) or 1)
-        done = [Future() for _ in self.threads]
+        done: list[Future[Any]] = [Future() for _ in self.threads]
 
         def close() -> None:
             connections[self.using].close()

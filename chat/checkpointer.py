@@ -15,6 +15,7 @@ awaits them. Use `get_checkpointer()` for the process-wide instance.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import json
 import random
@@ -49,11 +50,11 @@ PRUNE_STRATEGIES = ("keep_latest", "delete")
 
 
 def _require_strict_msgpack() -> None:
-    # langgraph reads LANGGRAPH_STRICT_MSGPACK once, when first imported; config/settings.py sets it.
+    # langgraph reads LANGGRAPH_STRICT_MSGPACK once, when first imported; core/settings_env.py sets it.
     if not _msgpack.STRICT_MSGPACK_ENABLED:
         raise ImproperlyConfigured(
             "LANGGRAPH_STRICT_MSGPACK must be true, and set before langgraph is first imported "
-            "(config/settings.py sets it by default): checkpoints must not rebuild arbitrary objects."
+            "(core/settings_env.py sets it by default): checkpoints must not rebuild arbitrary objects."
         )
 
 
@@ -333,7 +334,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
 
     def _checkpoint_rows(
         self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, versions: ChannelVersions
-    ) -> tuple[RunnableConfig, list[Any], list[tuple]]:
+    ) -> tuple[RunnableConfig, builtins.list[Any], builtins.list[tuple]]:
         """Serialise a checkpoint: its stored config, its row's parameters and its new blob rows."""
         configurable = config["configurable"]
         thread_id, ns = str(configurable["thread_id"]), configurable.get("checkpoint_ns", "")
@@ -351,7 +352,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
 
     def _write_rows(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
-    ) -> tuple[list[tuple], bool]:
+    ) -> tuple[builtins.list[tuple], bool]:
         """`CheckpointStore.store_writes`'s arguments."""
         configurable = config["configurable"]
         key = (str(configurable["thread_id"]), configurable.get("checkpoint_ns", ""), configurable["checkpoint_id"])
@@ -388,13 +389,13 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         before_id = get_checkpoint_id(before) if before else None
         return self._fetch(self._store.select_many(configurable, filter, before_id, limit))
 
-    def _fetch(self, rows: list[tuple]) -> _Fetched:
+    def _fetch(self, rows: builtins.list[tuple]) -> _Fetched:
         """Read the blobs and writes of checkpoint rows: one query per namespace (per 100 checkpoints)."""
         checkpoints = [self.serde.loads_typed((row[4], _bytes(row[5]))) for row in rows]
         by_namespace: dict[tuple[str, str], list[int]] = defaultdict(list)
         for n, row in enumerate(rows):
             by_namespace[(row[0], row[1])].append(n)
-        found = []
+        found: list[tuple] = []
         for (thread_id, ns), members in by_namespace.items():
             for chunk in batches(members, 100):
                 keys = set().union(*(self._keys_of(checkpoints[n]) for n in chunk))
@@ -402,7 +403,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
                 found.extend((thread_id, ns, *r) for r in self._store.values_and_writes(thread_id, ns, keys, ids))
         return _Fetched(rows, checkpoints, found)
 
-    def _build(self, fetched: _Fetched) -> list[CheckpointTuple]:
+    def _build(self, fetched: _Fetched) -> builtins.list[CheckpointTuple]:
         """Deserialise channel values and pending writes into checkpoint tuples."""
         blobs, writes = {}, defaultdict(list)
         for thread_id, ns, kind, channel, key, type_, blob, task_id, task_path, idx in fetched.found:

@@ -13,22 +13,19 @@ from collections import Counter
 
 from django.conf import settings
 
-from chat import commands, db, selectors, services
-from chat.access import ChatAccessError
+from chat import db_executor, protocol_commands, selectors, services
+from chat.access import Caller, ChatAccessError
 from chat.branches import NoSuchCheckpoint, branch_map, checkpoint_tree, off_branch_runs
 from chat.graph_runtime import get_served_graph
-from chat.http import BadBody, ChatConsumer, parse_json
 from chat.hub import BATCH_BYTES, Subscriber, hubs, wait_event
-from chat.models import ChatRun
-from chat.runner import runs
-from chat.subscriptions import InvalidSubscription, parse_subscription
+from chat.sse_consumer import BadBody, ChatConsumer, parse_json, validated
+from chat.subscriptions import parse_subscription
 from core.daphne_compat import ResponseFlow, response_flow
 
 log = logging.getLogger("chat.consumers")
 SSE_HEADERS = [(b"Content-Type", b"text/event-stream"), (b"Cache-Control", b"no-cache, no-transform"),
                (b"Connection", b"keep-alive"), (b"X-Accel-Buffering", b"no")]
 DEFAULT_TITLE = "New conversation"
-STOP_WAIT_SECONDS = 5.0
 PAUSE_LIMIT_SECONDS = 1.0
 
 
@@ -40,8 +37,8 @@ class ThreadListConsumer(ChatConsumer):
 
     async def respond(self, body: bytes) -> None:
         caller = await self.caller()
-        query = (self.query.get("q") or [""])[-1][:services.TITLE_MAX_LENGTH]
-        threads = await db.run(selectors.thread_list_for_caller, caller=caller, title_contains=query)
+        query = self.query_value("q")[:services.TITLE_MAX_LENGTH]
+        threads = await db_executor.run(selectors.thread_list_for_caller, caller=caller, title_contains=query)
         await self.send_json(200, [thread_summary(t) for t in threads])
 
 
@@ -57,11 +54,11 @@ class BranchesConsumer(ChatConsumer):
 
     async def respond(self, body: bytes) -> None:
         caller = await self.caller()
-        thread = await db.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
+        thread = await db_executor.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
         nodes = await checkpoint_tree(get_served_graph(thread.graph_name), thread.id)
         if not nodes:
             return await self.send_error(404, "not_found", f"Thread {thread.id} not found")
-        head = (self.query.get("checkpoint_id") or [""])[-1] or None
+        head = self.query_value("checkpoint_id") or None
         try:
             await self.send_json(200, branch_map(nodes, head))
         except NoSuchCheckpoint as exc:
@@ -72,65 +69,33 @@ class CommandsConsumer(ChatConsumer):
     """POST /api/threads/:id/commands: 200 with a success or error envelope for every command."""
 
     async def respond(self, body: bytes) -> None:
-        caller_or_refusal = None
+        access: Caller | ChatAccessError
         try:
-            caller = await self.caller(write=True)
+            access = await self.caller(write=True)
         except ChatAccessError as exc:
             if exc.status != 403:
                 raise
-            caller_or_refusal = exc
+            access = exc
         try:
             payload = parse_json(body)
         except BadBody as exc:
-            return await self.send_json(200, commands.failure(None, "invalid_argument", str(exc)))
-        command_id = commands.command_id_of(payload)
-        if caller_or_refusal is not None:
-            return await self.send_json(200, commands.failure(command_id, "permission_denied",
-                                                              caller_or_refusal.message))
+            return await self.send_json(200, protocol_commands.failure(None, "invalid_argument", str(exc)))
+        command_id = protocol_commands.command_id_of(payload)
         try:
-            command = commands.parse_command(payload)
-            commands.check_method(command)
-            result = await commands.execute(command, caller=caller, thread_id=self.thread_id)
-        except commands.CommandError as exc:
-            return await self.send_json(200, commands.failure(command_id, exc.code, exc.message))
-        await self.send_json(200, commands.success(command.id, result))
+            if isinstance(access, ChatAccessError):
+                raise protocol_commands.CommandError("permission_denied", access.message)
+            command = protocol_commands.parse_command(payload)
+            result = await protocol_commands.execute(command, caller=access, thread_id=self.thread_id)
+        except protocol_commands.CommandError as exc:
+            return await self.send_json(200, protocol_commands.failure(command_id, exc.code, exc.message))
+        await self.send_json(200, protocol_commands.success(command.id, result))
 
     async def refuse_thread_id(self, body: bytes, problem: str) -> None:
         try:
-            command_id = commands.command_id_of(parse_json(body))
+            command_id = protocol_commands.command_id_of(parse_json(body))
         except BadBody:
             command_id = None
-        await self.send_json(200, commands.failure(command_id, "invalid_argument", problem))
-
-
-class NoRouteConsumer(ChatConsumer):
-    """Any other path under /api/threads: a 404 (or, for an impossible thread id, a 400) in the protocol's shape."""
-
-    methods = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
-
-    async def respond(self, body: bytes) -> None:
-        await self.send_error(404, "not_found", f"No chat route for {self.scope['method']} {self.scope['path']}.")
-
-    async def refuse_thread_id(self, body: bytes, problem: str) -> None:
-        if self.scope["path"].rstrip("/").endswith("/commands") and self.scope["method"] == "POST":
-            return await CommandsConsumer.refuse_thread_id(self, body, problem)
-        await super().refuse_thread_id(body, problem)
-
-
-async def stop_run(run: ChatRun, *, wait: bool = True) -> str:
-    """Set the run's cancel flag (seen by whichever process runs it) and stop it here at once if it runs here.
-
-    A run whose process is gone cannot stop itself: it is ended here as soon as that is known
-    (services.run_orphan_reason), with a terminal `failed` event that says so.
-    """
-    await db.run(services.run_cancel_request, run=run)
-    runs.cancel(run.id)
-    deadline = time.monotonic() + (STOP_WAIT_SECONDS if wait else 0)
-    while True:
-        status = await commands.end_if_orphaned(run.pk)
-        if status != ChatRun.Status.RUNNING or time.monotonic() >= deadline:
-            return status or "deleted"
-        await asyncio.sleep(0.1)
+        await self.send_json(200, protocol_commands.failure(command_id, "invalid_argument", problem))
 
 
 # --- SSE ---------------------------------------------------------------------------------------------------------
@@ -149,20 +114,19 @@ class StreamConsumer(ChatConsumer):
 
     async def respond(self, body: bytes) -> None:
         caller = await self.caller()
-        try:
-            subscription = parse_subscription(parse_json(body, default={}), self.headers.get("last-event-id"))
-        except InvalidSubscription as exc:
-            raise BadBody(str(exc)) from None
-        thread = await db.run(services.thread_claim, thread_id=self.thread_id, caller=caller)
-        last_seq, expired_through = await db.run(selectors.thread_cursor_state, thread_id=thread.id) or (0, 0)
+        last_event_id = self.headers.get("last-event-id")
+        subscription = validated(body, lambda payload: parse_subscription(payload, last_event_id), default={})
+        thread = await db_executor.run(services.thread_claim, thread_id=self.thread_id, caller=caller)
+        cursor = await db_executor.run(selectors.thread_cursor_state, thread_id=thread.id)
+        last_seq, expired_through = cursor or (0, 0)
         if subscription.since is not None and subscription.since > last_seq:
             # Events are stored before anyone sees them, so no client can have seen an id past the last one.
             raise BadBody(f"The cursor (since or Last-Event-ID) is past this thread's newest "
                           f"event ({last_seq}): resume from an event id you received, or send none.")
         if subscription.since is not None and subscription.since < expired_through:
-            return await self.send_json(410, {"error": "cursor_expired", "message": (
-                f"Events up to {expired_through} are no longer retained; reconnect without a cursor to replay "
-                f"what is kept.")})
+            return await self.send_error(410, "cursor_expired", f"Events up to {expired_through} are no longer "
+                                                                f"retained; reconnect without a cursor to replay what "
+                                                                f"is kept.")
         if open_streams[caller.stream_key] >= settings.CHAT_MAX_STREAMS:
             return await self.send_error(429, "too_many_streams", f"At most {settings.CHAT_MAX_STREAMS} concurrent "
                                                                   f"streams per caller.")
@@ -181,7 +145,8 @@ class StreamConsumer(ChatConsumer):
             await self.send_body(b": connected\n\n", more_body=True)
             cursor = subscription.since
             if cursor is None:
-                cursor = await db.run(selectors.replay_start, thread_id=thread_id, scope=settings.CHAT_REPLAY_SCOPE)
+                cursor = await db_executor.run(selectors.replay_start, thread_id=thread_id,
+                                               scope=settings.CHAT_REPLAY_SCOPE)
             # Runs of branches the thread has left (an edit or a regeneration forked it) are not replayed: the
             # client would take their `values` for the thread's state.
             skipped = off_branch_runs(await checkpoint_tree(get_served_graph(graph_name), thread_id,
@@ -202,7 +167,8 @@ class StreamConsumer(ChatConsumer):
     async def _replay(self, thread_id: str, subscriber: Subscriber, cursor: int, skipped=frozenset()) -> int:
         matches = subscriber.subscription.matches
         while True:
-            events = await db.run(selectors.events_after, thread_id=thread_id, after_seq=cursor, exclude_runs=skipped)
+            events = await db_executor.run(selectors.events_after, thread_id=thread_id, after_seq=cursor,
+                                           exclude_runs=skipped)
             frames = [subscriber.subscription.frame(e) for e in events if matches(e.channel, e.namespace)]
             if frames:
                 await self.send_body(b"".join(frames), more_body=True)

@@ -6,11 +6,11 @@ LangGraph and LangChain: only the run executor converts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.messages import AIMessageChunk, BaseMessage, ToolMessage
-from langgraph.stream import StreamTransformer
+from langgraph.stream import ProtocolEvent, StreamTransformer
 
 from chat.wire import WireEvent, make_event
 
@@ -34,7 +34,7 @@ class TaskObserver(StreamTransformer):
     def init(self) -> dict[str, Any]:
         return {}
 
-    def process(self, event: dict) -> bool:
+    def process(self, event: ProtocolEvent) -> bool:
         # Subgraph muxes get the same events again: the run's own (root) mux sees every namespace already.
         if self.scope or event.get("method") != "tasks":
             return True
@@ -105,7 +105,8 @@ class EventConverter:
         # Legacy token chunks and tool messages duplicate what the stream already carries.
         return []
 
-    def _translate_tool_delta(self, namespace: list[str], stream_id: str, payload: dict) -> dict:
+    def _translate_tool_delta(self, namespace: list[str], stream_id: str, payload: Mapping[str, Any]
+                              ) -> Mapping[str, Any]:
         kind = payload.get("event")
         key = (tuple(namespace), stream_id, payload.get("index"))
         if kind == "message-start":
@@ -136,7 +137,7 @@ class EventConverter:
         # Only ever one segment deeper than where Python put it: the executing task inside that very graph.
         if own is not None and len(own) == len(namespace) + 1 and own[:-1] == namespace:
             namespace = own
-        if isinstance(data, dict) and data.get("event") in ("tool-finished", "tool-error"):
+        if isinstance(call_id, str) and data.get("event") in ("tool-finished", "tool-error"):
             self._tool_namespaces.pop(call_id, None)
         return [make_event("tools", namespace, data, node=params.get("node"), timestamp=timestamp)]
 

@@ -17,9 +17,10 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
 from langgraph.stream.transformers import CheckpointsTransformer, TasksTransformer, UpdatesTransformer
@@ -45,6 +46,11 @@ class ServedGraph:
     @property
     def name(self) -> str:
         return self.graph.get_name() or "root"
+
+    @property
+    def saver(self) -> BaseCheckpointSaver:
+        """The graph's checkpointer, typed: load_graph always binds a saver (Pregel types it `bool | saver | None`)."""
+        return cast(BaseCheckpointSaver, self.graph.checkpointer)
 
 
 def get_checkpointer():
@@ -99,6 +105,8 @@ def _import_file(raw_path: str, spec: str):
     if name in sys.modules:
         return sys.modules[name]
     module_spec = importlib.util.spec_from_file_location(name, found)
+    if module_spec is None or module_spec.loader is None:
+        raise GraphLoadError(f"Graph spec {spec!r}: {found} cannot be imported as a Python module.")
     module = importlib.util.module_from_spec(module_spec)
     # Registered first: dataclasses and pickling look the module up by name while it executes.
     sys.modules[name] = module

@@ -23,9 +23,9 @@ import logging
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from chat import db
+from chat import db_executor
 from chat.selectors import PAGE, events_after, thread_cursor_state, thread_last_seqs
-from chat.subscriptions import Subscription
+from chat.subscriptions import FramesSubscription, Subscription
 from chat.wire import StoredEvent
 
 log = logging.getLogger("chat.hub")
@@ -109,7 +109,7 @@ class FilterGroup:
 
     __slots__ = ("subscription", "members", "batches", "first", "frames")
 
-    def __init__(self, subscription: Subscription):
+    def __init__(self, subscription: Subscription | FramesSubscription):
         self.subscription = subscription
         self.members: set[Subscriber] = set()
         self.batches: list[FrameBatch] = []
@@ -134,7 +134,7 @@ class FilterGroup:
                 self.batches.append(FrameBatch(seqs[start:index + 1], frames[start:index + 1], self.frames))
                 start, size = index + 1, 0
         for subscriber in self.members:
-            subscriber.notify()
+            subscriber.notify(self.frames)
 
     def _trim(self) -> None:
         # An overflowed subscriber holds nothing back: it ends its stream and resumes from the store.
@@ -149,7 +149,7 @@ class Subscriber:
 
     __slots__ = ("subscription", "group", "position", "taken", "wakeup", "overflowed")
 
-    def __init__(self, subscription: Subscription):
+    def __init__(self, subscription: Subscription | FramesSubscription):
         self.subscription = subscription
         self.group: FilterGroup | None = None
         self.position = 0  # the next batch of the group to take
@@ -157,8 +157,9 @@ class Subscriber:
         self.wakeup = asyncio.Event()
         self.overflowed = False
 
-    def notify(self) -> None:
-        if self.group.frames - self.taken > MAX_PENDING_FRAMES:
+    def notify(self, frames: int) -> None:
+        """New batches arrived in the group; `frames` is its frame count now."""
+        if frames - self.taken > MAX_PENDING_FRAMES:
             self.overflowed = True
         self.wakeup.set()
 
@@ -264,7 +265,7 @@ class ThreadHub:
     async def _pump(self) -> None:
         try:
             await listener.join(self.thread_id)
-            state = await db.run(thread_cursor_state, thread_id=self.thread_id)
+            state = await db_executor.run(thread_cursor_state, thread_id=self.thread_id)
             self.last_seq = state[0] if state else 0
             self.ready.set_result(None)
         except Exception as exc:
@@ -285,7 +286,7 @@ class ThreadHub:
 
     async def _drain(self) -> None:
         while True:
-            events = await db.run(events_after, thread_id=self.thread_id, after_seq=self.last_seq, limit=PAGE)
+            events = await db_executor.run(events_after, thread_id=self.thread_id, after_seq=self.last_seq, limit=PAGE)
             full_page = len(events) == PAGE
             # A local run may have delivered some of them while the query ran.
             events = [event for event in events if event.seq > self.last_seq]
@@ -324,8 +325,8 @@ class ProcessListener:
         layer = get_channel_layer()
         if layer is None:
             return
-        await self._ensure_started(layer)
-        await layer.group_add(group_name(thread_id), self.channel)
+        channel = await self._ensure_started(layer)
+        await layer.group_add(group_name(thread_id), channel)
 
     async def leave(self, thread_id: str) -> None:
         layer = get_channel_layer()
@@ -337,15 +338,17 @@ class ProcessListener:
         with contextlib.suppress(Exception):
             await layer.group_discard(group_name(thread_id), self.channel)
 
-    async def _ensure_started(self, layer) -> None:
+    async def _ensure_started(self, layer) -> str:
+        """The process's channel, its receive loop started on this event loop."""
         loop = asyncio.get_running_loop()
-        if self.loop is not loop:
+        if self.loop is not loop or self._starting is None:
             # First use, or a new event loop (tests run one per test): the old loop's task is gone with it.
             self.loop, self.channel, self.task, self._starting = loop, None, None, asyncio.Lock()
         async with self._starting:
-            if self.task is None or self.task.done():
-                self.channel = await layer.new_channel(prefix="chat.hubs.")
-                self.task = loop.create_task(self._receive(layer, self.channel), name="chat-hub-listener")
+            if self.channel is None or self.task is None or self.task.done():
+                self.channel = channel = await layer.new_channel(prefix="chat.hubs.")
+                self.task = loop.create_task(self._receive(layer, channel), name="chat-hub-listener")
+            return self.channel
 
     async def _receive(self, layer, channel: str) -> None:
         while True:
@@ -384,7 +387,7 @@ class StorePoller:
         while hubs.hubs:
             await asyncio.sleep(settings.CHAT_STORE_POLL_SECONDS)
             try:
-                seen = await db.run(thread_last_seqs, thread_ids=list(hubs.hubs))
+                seen = await db_executor.run(thread_last_seqs, thread_ids=list(hubs.hubs))
             except Exception:
                 log.warning("polling the event store failed", exc_info=True)
                 continue

@@ -1,4 +1,4 @@
-"""Background work of the chat, run by `run_worker`: failing runs whose process died, and event retention."""
+"""Background work of the chat, done by `run_worker`: failing chat runs whose process died, and event retention."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.contrib.staticfiles import finders
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.urls import reverse, reverse_lazy
+from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -83,7 +83,7 @@ class ChatLoginView(auth_views.LoginView):
 
     template_name = "chat/login.html"
     redirect_authenticated_user = True
-    next_page = reverse_lazy("chatpage:page")
+    next_page = "chatpage:page"  # a URL name: resolve_url reverses it
 
     def get_context_data(self, **kwargs):
         return {**super().get_context_data(**kwargs), "bundle_version": bundle_version()}
@@ -93,4 +93,4 @@ class ChatLoginView(auth_views.LoginView):
 
 
 class ChatLogoutView(auth_views.LogoutView):
-    next_page = reverse_lazy("chatpage:page")
+    next_page = "chatpage:page"  # a URL name: resolve_url reverses it

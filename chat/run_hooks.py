@@ -1,6 +1,6 @@
-"""Hooks awaited after every run ended, by dotted path: what other apps do then (the Agent Server API calls webhooks
-and removes temporary threads). Apps register them in AppConfig.ready; paths, so that registering imports nothing
-heavy into processes that never execute a run."""
+"""Hooks awaited after every chat run ended, by dotted path: what other apps do then (the Agent Server API calls
+webhooks and removes temporary threads). Apps register them in AppConfig.ready; paths, so that registering imports
+nothing heavy into processes that never execute a chat run."""
 
 from __future__ import annotations
 

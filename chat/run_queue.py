@@ -1,11 +1,11 @@
-"""Queued runs and the executor that claims them.
+"""Queued chat runs and the executor that claims them.
 
-A run is a ChatRun row. The Agent Server API (agentserver/) creates its runs `pending`; so does run.start when
-CHAT_RUN_EXECUTOR is "worker". An executor claims the oldest available pending run of a thread with no running run
-(the database's one-running-run-per-thread constraint settles races between processes), marks it running under
-its process's identity and executes it (chat/runner.py), at most CHAT_RUN_CONCURRENCY at once. The heartbeat the
-runner refreshes is the lease: a run whose executor died is retried once by the sweeper when nothing of it was
-checkpointed, and failed otherwise (chat/services.py `run_fail_dead`).
+A chat run is a ChatRun row. The Agent Server API (agentserver/) creates its runs `pending`; so does run.start when
+CHAT_RUN_EXECUTOR is "worker". An executor claims the oldest available pending run of a thread with no running run (the
+database's one-running-run-per-thread constraint settles races between processes), marks it running under its process's
+identity and executes it (chat/run_execution.py), at most CHAT_RUN_CONCURRENCY at once. The heartbeat the executing task
+refreshes is the lease: a run whose executor died is retried once by the sweeper when nothing of it was checkpointed,
+and failed otherwise (chat/services.py `run_fail_dead`).
 
 Where executors run is a setting: with CHAT_RUN_EXECUTOR "web" (the embedded default) every server process runs
 one, started by the first request it serves (`ExecutorStarter`); with "worker", only `run_worker` processes do
@@ -24,10 +24,10 @@ from django.db import IntegrityError, connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from chat import db, services
+from chat import db_executor, services
 from chat.hub import wait_event
 from chat.models import ChatRun, ChatThread
-from chat.runner import RunRequest, runs
+from chat.run_execution import RunRequest, runs
 from core import processes
 
 log = logging.getLogger("chat.run_queue")
@@ -85,13 +85,15 @@ class Executor:
         self.task: asyncio.Task | None = None
         self._wake: asyncio.Event | None = None
 
-    def ensure_running(self) -> None:
-        """Start this process's executor on the running event loop (idempotent)."""
+    def ensure_running(self) -> asyncio.Task:
+        """Start this process's executor on the running event loop (idempotent); its task."""
         loop = asyncio.get_running_loop()
         if self.task is not None and not self.task.done() and self.loop is loop:
-            return
-        self.loop, self._wake = loop, asyncio.Event()
-        self.task = loop.create_task(self._loop(), name="chat-run-executor")
+            return self.task
+        wake = asyncio.Event()
+        self.loop, self._wake = loop, wake
+        self.task = task = loop.create_task(self._loop(wake), name="chat-run-executor")
+        return task
 
     def notify(self) -> None:
         """A run was queued or ended: look for work now (from any thread)."""
@@ -100,7 +102,7 @@ class Executor:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(wake.set)
 
-    async def _loop(self) -> None:
+    async def _loop(self, wake: asyncio.Event) -> None:
         failing = False
         while True:
             try:
@@ -112,15 +114,15 @@ class Executor:
                 if not failing:
                     log.warning("claiming queued runs failed; retrying", exc_info=True)
                 failing = True
-            await wait_event(self._wake, settings.CHAT_QUEUE_POLL_SECONDS)
-            self._wake.clear()
+            await wait_event(wake, settings.CHAT_QUEUE_POLL_SECONDS)
+            wake.clear()
 
     async def _claim_and_start(self) -> None:
         while len(runs.tasks) < settings.CHAT_RUN_CONCURRENCY:
-            run = await db.run(run_claim_next)
+            run = await db_executor.run(run_claim_next)
             if run is None:
                 return
-            request = await db.run(request_for, run)
+            request = await db_executor.run(request_for, run)
             runs.start(request)
 
 
@@ -153,17 +155,17 @@ class ExecutorStarter:
 def run_executor_until(stop: threading.Event) -> None:
     """`run_worker`'s executor (CHAT_RUN_EXECUTOR "worker"): claim and execute runs until `stop` is set."""
     async def main() -> None:
-        executor.ensure_running()
+        executor_task = executor.ensure_running()
         while not stop.is_set():
             await asyncio.sleep(0.2)
-        executor.task.cancel()
+        executor_task.cancel()
         for task in list(runs.tasks.values()):
             task.cancel()
-        await asyncio.gather(executor.task, *runs.tasks.values(), return_exceptions=True)
+        await asyncio.gather(executor_task, *runs.tasks.values(), return_exceptions=True)
 
     log.info("run executor started (concurrency %d)", settings.CHAT_RUN_CONCURRENCY)
     try:
         asyncio.run(main())
     finally:
-        db.close_connections()
+        db_executor.close_connections()
         connections.close_all()

@@ -1,8 +1,9 @@
-"""Reads of the chat: threads visible to a caller, runs, and the event log by seq."""
+"""Reads of the chat: threads visible to a caller, chat runs, and the event log by seq."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from datetime import datetime, timedelta
 
 import orjson
@@ -39,14 +40,15 @@ def thread_list_for_caller(*, caller: Caller, limit: int = 200, title_contains: 
     return list(threads.order_by("-updated_at")[:limit])
 
 
-def events_after(*, thread_id: str, after_seq: int, limit: int = PAGE, exclude_runs=()) -> list[StoredEvent]:
+def events_after(*, thread_id: str, after_seq: int, limit: int = PAGE, exclude_runs: Collection[str] = ()
+                 ) -> list[StoredEvent]:
     """Stored events of the thread with seq > `after_seq`, oldest first, leaving out the runs `exclude_runs`."""
     rows = ChatEvent.objects.filter(thread_id=thread_id, seq__gt=after_seq)
     if exclude_runs:
         rows = rows.exclude(run_id__in=list(exclude_runs))
-    rows = rows.order_by("seq").values_list("seq", "channel", "namespace", "payload")[:limit]
+    values = rows.order_by("seq").values_list("seq", "channel", "namespace", "payload")[:limit]
     return [StoredEvent(seq, channel, tuple(orjson.loads(namespace)), payload.encode())
-            for seq, channel, namespace, payload in rows]
+            for seq, channel, namespace, payload in values]
 
 
 def thread_cursor_state(*, thread_id: str) -> tuple[int, int] | None:
@@ -56,13 +58,13 @@ def thread_cursor_state(*, thread_id: str) -> tuple[int, int] | None:
 
 def thread_last_seqs(*, thread_ids: list[str]) -> dict[str, int]:
     """The last seq of each of these threads (the ones that still exist)."""
-    found = {}
+    found: dict[str, int] = {}
     for start in range(0, len(thread_ids), 500):
         found.update(ChatThread.objects.filter(pk__in=thread_ids[start:start + 500]).values_list("id", "last_seq"))
     return found
 
 
-def run_get(*, thread: ChatThread, run_id) -> ChatRun | None:
+def run_get(*, thread: ChatThread, run_id: uuid.UUID | str) -> ChatRun | None:
     return ChatRun.objects.filter(thread=thread, pk=run_id).first()
 
 
@@ -82,11 +84,11 @@ def run_active(*, thread: ChatThread) -> ChatRun | None:
     return ChatRun.objects.filter(thread=thread, status=ChatRun.Status.RUNNING).first()
 
 
-def run_thread_id(*, run_id) -> str | None:
+def run_thread_id(*, run_id: uuid.UUID | str) -> str | None:
     return ChatRun.objects.filter(pk=run_id).values_list("thread_id", flat=True).first()
 
 
-def run_cancel_state(*, run_id) -> tuple[str, bool] | None:
+def run_cancel_state(*, run_id: uuid.UUID | str) -> tuple[str, bool] | None:
     """(status, whether a cancel was requested) of the run, or None when there is no such run."""
     try:
         run_id = uuid.UUID(str(run_id))

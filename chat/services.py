@@ -1,13 +1,15 @@
-"""Writes of the chat: threads and their owners, runs, the event log, retention and the dead-run sweeper.
+"""Writes of the chat: threads and their owners, chat runs, the event log, retention and the dead-run sweeper.
 
-All of these are synchronous ORM code; async callers go through `chat.db.run`.
+All of these are synchronous ORM code; async callers go through `chat.db_executor.run`.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any, cast
 
 import orjson
 from django.conf import settings
@@ -21,13 +23,14 @@ from chat.models import ChatEvent, ChatRun, ChatThread, Checkpoint
 from chat.wire import StoredEvent, WireEvent, dumps, lifecycle_event
 from core import processes
 from core.exceptions import Conflict, NotFound
+from core.protocol_errors import error_body
 
 log = logging.getLogger("chat")
 MAX_THREAD_ID_LENGTH = 255
 # Automatic titles stay short enough to tell threads apart in the sidebar; a title given by the user may use the
 # whole column.
 TITLE_LENGTH = 48
-TITLE_MAX_LENGTH = ChatThread._meta.get_field("title").max_length
+TITLE_MAX_LENGTH = cast(int, ChatThread._meta.get_field("title").max_length)  # a CharField: always set
 DEAD_RUN_ERROR = "The server process executing this run stopped before it finished."
 RESTARTED_ERROR = ("The server process restarted before this run finished: the process executing it stopped "
                    "without ending it.")
@@ -46,7 +49,7 @@ class InvalidTitle(ValueError):
 
 
 class RunActive(Conflict):
-    def __init__(self, run_id):
+    def __init__(self, run_id: uuid.UUID | str) -> None:
         self.run_id = run_id
         super().__init__(f"Run {run_id} is still active on this thread: cancel it or wait for it to finish "
                          f"before starting another.")
@@ -159,7 +162,7 @@ def thread_delete(*, thread: ChatThread) -> None:
 
 
 # --- Runs ---------------------------------------------------------------------------------------------------------
-def run_create(*, thread: ChatThread, run_id, queue: dict | None = None) -> ChatRun:
+def run_create(*, thread: ChatThread, run_id: uuid.UUID | str, queue: dict | None = None) -> ChatRun:
     """Register a new active run of this process; a run left behind by a process that is gone is failed first.
 
     With `queue` (what an executor needs: graph_name, kwargs, metadata), the run is queued for run_worker's
@@ -173,10 +176,10 @@ def run_create(*, thread: ChatThread, run_id, queue: dict | None = None) -> Chat
         raise RunActive(queued)
     if queue is not None:
         running = ChatRun.objects.filter(thread=thread, status=ChatRun.Status.RUNNING).first()
-        if running is not None and run_orphan_reason(run=running) is None:
-            raise RunActive(running.pk)
         if running is not None:
-            run_fail_dead(run=running, error=run_orphan_reason(run=running))
+            if (reason := run_orphan_reason(run=running)) is None:
+                raise RunActive(running.pk)
+            run_fail_dead(run=running, error=reason)
         start_seq = ChatThread.objects.filter(pk=thread.pk).values_list("last_seq", flat=True).get()
         return ChatRun.objects.create(id=run_id, thread=thread, status=ChatRun.Status.PENDING, start_seq=start_seq,
                                       **queue)
@@ -216,7 +219,7 @@ def run_orphan_reason(*, run: ChatRun) -> str | None:
     return None
 
 
-def run_end_if_orphaned(*, run_id) -> tuple[str | None, int | None]:
+def run_end_if_orphaned(*, run_id: uuid.UUID | str) -> tuple[str | None, int | None]:
     """Fail the run if its process is gone (see run_orphan_reason): (its status, the new last seq when failed)."""
     run = ChatRun.objects.filter(pk=run_id).first()
     if run is None or run.status != ChatRun.Status.RUNNING:
@@ -247,7 +250,7 @@ def runs_fail_after_restart(*, identity: str, instance: str) -> list[tuple[str, 
     return failed
 
 
-def run_heartbeat(*, run_id, beat: bool) -> tuple[bool, bool]:
+def run_heartbeat(*, run_id: uuid.UUID | str, beat: bool) -> tuple[bool, bool]:
     """Refresh the run's heartbeat (when `beat`, or to acknowledge a cancel); return (cancel requested, active)."""
     if beat:
         ChatRun.objects.filter(pk=run_id, status=ChatRun.Status.RUNNING).update(heartbeat_at=timezone.now())
@@ -270,7 +273,7 @@ def run_cancel_request(*, run: ChatRun, rollback: bool = False) -> ChatRun:
     """
     if run.status != ChatRun.Status.RUNNING:
         return run
-    fields = {}
+    fields: dict[str, Any] = {}
     if run.cancel_requested_at is None:
         fields["cancel_requested_at"] = run.cancel_requested_at = timezone.now()
     if rollback:
@@ -280,7 +283,7 @@ def run_cancel_request(*, run: ChatRun, rollback: bool = False) -> ChatRun:
     return run
 
 
-def run_roll_back(*, run_id) -> bool:
+def run_roll_back(*, run_id: uuid.UUID | str) -> bool:
     """Delete a stopped run whose rollback was asked for, with its checkpoints and events; whether it was."""
     run = ChatRun.objects.filter(pk=run_id).only("kwargs", "thread_id").first()
     if run is None or not (run.kwargs or {}).get(ROLLBACK_KEY):
@@ -297,6 +300,7 @@ def run_cancel_queued(*, run: ChatRun) -> bool:
     if not ChatRun.objects.filter(pk=run.pk, status=ChatRun.Status.PENDING).update(
             status=ChatRun.Status.INTERRUPTED, finished_at=timezone.now(), updated_at=timezone.now()):
         return False
+    events: list[WireEvent | Frame]
     if run.kind == "agent_server":
         events = [end_frame(run.pk)]
     else:
@@ -307,7 +311,7 @@ def run_cancel_queued(*, run: ChatRun) -> bool:
     return True
 
 
-def run_finish(*, run_id, status: str, error: str = "") -> bool:
+def run_finish(*, run_id: uuid.UUID | str, status: str, error: str = "") -> bool:
     """Record how the run ended; False when it had already been ended (e.g. by the sweeper)."""
     return bool(ChatRun.objects.filter(pk=run_id, status=ChatRun.Status.RUNNING).update(
         status=status, error=error[:10000], finished_at=timezone.now(), updated_at=timezone.now()))
@@ -337,9 +341,9 @@ def run_fail_dead(*, run: ChatRun, error: str = DEAD_RUN_ERROR, retry: bool = Fa
         return None
     log.warning("run %s of thread %s failed: its process (%s, %s) stopped", run.pk, run.thread_id, run.worker,
                 run.worker_instance or "instance unknown")
-    events = [lifecycle_event([], "failed", graph_name="root", error=error)]
+    events: list[WireEvent | Frame] = [lifecycle_event([], "failed", graph_name="root", error=error)]
     if run.kind == "agent_server":
-        events += [Frame(event="error", data=dumps({"error": "WorkerLost", "message": error}),
+        events += [Frame(event="error", data=dumps(error_body("WorkerLost", error)),
                          channel=frame_channel(run.pk)), end_frame(run.pk)]
     return events_append(thread_id=run.thread_id, run_id=run.pk, events=events)[-1].seq
 
@@ -367,8 +371,8 @@ def runs_sweep_dead(*, stale_seconds: float) -> list[tuple[str, int]]:
 
 # --- Events --------------------------------------------------------------------------------------------------------
 @transaction.atomic
-def events_append(*, thread_id: str, run_id, events: Sequence[WireEvent], active_only: bool = False
-                  ) -> list[StoredEvent]:
+def events_append(*, thread_id: str, run_id: uuid.UUID | str, events: Sequence[WireEvent | Frame],
+                  active_only: bool = False) -> list[StoredEvent]:
     """Store events under the next seqs of their thread; return them as stored (with seq and wire payload).
 
     The counter is bumped in the same transaction as the insert: the row lock (PostgreSQL) or the write lock
@@ -428,10 +432,10 @@ def _events_drop_oldest_runs(*, thread_id: str, keep: int) -> int:
     return dropped
 
 
-_chat_workspace_id = None
+_chat_workspace_id: uuid.UUID | None = None
 
 
-def chat_workspace_id():
+def chat_workspace_id() -> uuid.UUID:
     """CHAT_WORKSPACE's id (created when missing): where browser and anonymous threads are traced."""
     global _chat_workspace_id
     if _chat_workspace_id is None:

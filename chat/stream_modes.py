@@ -1,16 +1,16 @@
 """A run's LangGraph stream-mode output as the Agent Server's SSE frames (`event: <mode>`, `data: <json>`).
 
-The Agent Server API (agentserver/) starts runs with a list of stream modes; the run executor (chat/runner.py) runs
-such a run with `graph.astream(stream_mode=[...])` and turns each chunk into frames here, which it stores in the
-thread's event log beside the protocol events, on the channel `as:<run id>`. What the frames say follows LangChain's
-Agent Server (`langgraph dev` 0.16.7), checked by tests/agentserver/test_differential.py:
+The Agent Server API (agentserver/) starts chat runs with a list of stream modes; the run executor
+(chat/run_execution.py) runs such a run with `graph.astream(stream_mode=[...])` and turns each chunk into frames
+here, which it stores in the thread's event log beside the protocol events, on the channel `as:<run id>`. What the
+frames say follows LangChain's Agent Server (`langgraph dev` 0.16.7), checked by tests/agentserver/test_differential.py:
 
 - the first frame is `metadata` `{run_id, attempt}`;
 - `messages-tuple` sends LangGraph's `(message chunk, metadata)` pairs as `messages`; `messages` sends
   `messages/metadata` once per message id, then the message accumulated so far, as a whole message (`ai`), as
   `messages/partial` (or a finished one as `messages/complete`);
 - `events` runs the graph with `astream_events` (v2) instead and forwards every callback event but the run's own
-  `on_chain_stream` (chat/runner.py);
+  `on_chain_stream` (chat/run_execution.py);
 - with `stream_subgraphs`, a subgraph's frames are named `<mode>|<namespace>|…`;
 - an interrupt arrives in the `values` (and `updates`) frames as `__interrupt__`;
 - a failure ends the stream with `error` `{error, message}`.
@@ -25,6 +25,7 @@ from langgraph.types import Command, Interrupt, Send
 
 from chat.frames import Frame, frame_channel
 from chat.wire import dumps, to_jsonable
+from core.protocol_errors import error_body
 
 STREAM_MODES = ("values", "updates", "messages", "messages-tuple", "events", "debug", "custom", "tasks",
                 "checkpoints")
@@ -39,8 +40,9 @@ def frame_jsonable(obj: Any) -> Any:
         return {"graph": obj.graph, "update": obj.update, "resume": obj.resume, "goto": obj.goto}
     if isinstance(obj, Send):
         return {"node": obj.node, "args": obj.arg}
-    if isinstance(obj, tuple) and callable(getattr(obj, "_asdict", None)):
-        return obj._asdict()
+    as_dict = getattr(obj, "_asdict", None)
+    if isinstance(obj, tuple) and callable(as_dict):
+        return as_dict()
     return to_jsonable(obj)
 
 
@@ -84,7 +86,7 @@ class FrameMaker:
         return self.frame("metadata", {"run_id": str(run_id), "attempt": attempt})
 
     def error(self, exc: BaseException) -> Frame:
-        return self.frame("error", {"error": type(exc).__name__, "message": str(exc)})
+        return self.frame("error", error_body(type(exc).__name__, str(exc)))
 
     def convert(self, item: tuple) -> list[Frame]:
         if self.subgraphs:

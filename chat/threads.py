@@ -3,7 +3,10 @@ checkpointer. The Agent Server's `ThreadState` (GET /state, /history) is agentse
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+from langchain_core.runnables import RunnableConfig
 
 from chat.graph_runtime import ServedGraph
 
@@ -12,7 +15,7 @@ class NoSuchNamespace(LookupError):
     pass
 
 
-def _checkpoint_ref(config: dict | None, thread_id: str) -> dict | None:
+def _checkpoint_ref(config: Mapping[str, Any] | None, thread_id: str) -> dict | None:
     configurable = (config or {}).get("configurable") or {}
     if not configurable.get("checkpoint_id"):
         return None
@@ -21,7 +24,7 @@ def _checkpoint_ref(config: dict | None, thread_id: str) -> dict | None:
             "checkpoint_map": configurable.get("checkpoint_map")}
 
 
-def _config(thread_id: str, **extra: Any) -> dict:
+def _config(thread_id: str, **extra: Any) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id, **{k: v for k, v in extra.items() if v is not None}}}
 
 
@@ -37,7 +40,7 @@ async def namespace_state(served: ServedGraph, thread_id: str, namespace: list[s
         values = snapshot.values or {}
     else:
         ns = "|".join(namespace)
-        found = await served.graph.checkpointer.aget_tuple(_config(thread_id, checkpoint_ns=ns))
+        found = await served.saver.aget_tuple(_config(thread_id, checkpoint_ns=ns))
         if found is None:
             raise NoSuchNamespace(f"No state under namespace {namespace}.")
         ref = _checkpoint_ref(found.config, thread_id)
@@ -55,7 +58,7 @@ async def namespace_checkpoints(served: ServedGraph, thread_id: str, namespace: 
     """`state.listCheckpoints`: checkpoints of a namespace, newest first."""
     config = _config(thread_id, checkpoint_ns="|".join(namespace))
     found = []
-    async for item in served.graph.checkpointer.alist(
+    async for item in served.saver.alist(
             config, before=_config(thread_id, checkpoint_id=before) if before else None, limit=limit):
         metadata = dict(item.metadata or {})
         found.append({"id": item.config["configurable"]["checkpoint_id"], "timestamp": item.checkpoint.get("ts"),

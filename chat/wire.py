@@ -6,7 +6,7 @@ The Python stream differs from what the JS examples send (agent-streaming-protoc
 1. `messages` data is a `(payload, metadata)` tuple: the payload alone is sent, `params.node` comes from metadata.
 2. Subgraph (subagent) `lifecycle` events arrive at namespace `[]` with the real one in `data.namespace`: it is
    moved to `params.namespace`, or a subagent's `completed` would look like the root run ending.
-3. No root lifecycle at all: the run executor (chat/runner.py) adds `running` and the terminal event.
+3. No root lifecycle at all: the run executor (chat/run_execution.py) adds `running` and the terminal event.
 4. `checkpoints` carry the whole checkpoint and `updates` a raw `{node: delta}`: reduced to `{id, parent_id, step,
    source}` and `{node, values}`.
 5. Live objects (messages, `Command`, `Send`, interrupts) are serialised to JSON the way the JS server does.
@@ -101,13 +101,7 @@ def to_jsonable(obj: Any) -> Any:
     """The JSON form of LangChain/LangGraph objects, as the JS server writes them (difference 5)."""
     kind = type(obj).__name__
     if kind == "Command" and dataclasses.is_dataclass(obj):
-        goto = obj.goto if isinstance(obj.goto, list | tuple) else ([obj.goto] if obj.goto else [])
-        result = {"lg_name": "Command", "lc_direct_tool_output": True, "update": obj.update, "goto": list(goto)}
-        if obj.resume is not None:
-            result["resume"] = obj.resume
-        if obj.graph is not None:
-            result["graph"] = obj.graph
-        return result
+        return _command_to_jsonable(obj)
     if kind == "Send" and hasattr(obj, "node") and hasattr(obj, "arg"):
         return {"lg_name": "Send", "node": obj.node, "arg": obj.arg}
     if kind == "Interrupt" and hasattr(obj, "value"):
@@ -123,6 +117,17 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, BaseException):
         return f"{type(obj).__name__}: {obj}"
     return str(obj)
+
+
+def _command_to_jsonable(command: Any) -> dict[str, Any]:
+    """A LangGraph `Command` as the JS server writes it (typed `Any`: langgraph is not imported here)."""
+    goto = command.goto if isinstance(command.goto, list | tuple) else ([command.goto] if command.goto else [])
+    result = {"lg_name": "Command", "lc_direct_tool_output": True, "update": command.update, "goto": list(goto)}
+    if command.resume is not None:
+        result["resume"] = command.resume
+    if command.graph is not None:
+        result["graph"] = command.graph
+    return result
 
 
 def _is_pydantic_model(obj: Any) -> bool:

@@ -1,9 +1,9 @@
 """ASGI entry point: Django for HTTP, with Channels routing in front of it.
 
-`config.routing.http_routes` (the chat protocol's SSE consumers) are matched first; everything
+`chat.routing.http_routes` (the chat protocol's SSE consumers) are matched first; everything
 else goes to Django, the Agent Server API under /api included (agentserver/urls.py). Loading it fails the chat runs
-that this process's predecessor left running (chat.runner.fail_runs_of_predecessor): Daphne imports the application
-before it listens.
+that this process's predecessor left running (chat.run_execution.fail_runs_of_predecessor): Daphne imports the
+application before it listens.
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ if settings.SERVE_STATIC:
     django_asgi_app = ASGIStaticFilesHandler(django_asgi_app)
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from django.urls import re_path  # noqa: E402
 
+from chat.routing import http_routes  # noqa: E402
+from chat.run_execution import fail_runs_of_predecessor  # noqa: E402
 from chat.run_queue import ExecutorStarter  # noqa: E402
-from chat.runner import fail_runs_of_predecessor  # noqa: E402
-from config.routing import http_routes  # noqa: E402
+from core.asgi_routes import asgi_route  # noqa: E402
 from core.sqlite import hold_database_files  # noqa: E402
 
 # Before the server listens: a supervised process restarted under its identity ends its predecessor's runs, and an
@@ -45,7 +45,7 @@ hold_database_files()
 
 # The first request starts this process's run executor (unless only run_worker executes runs).
 application = ExecutorStarter(ProtocolTypeRouter(
-    {"http": URLRouter([*http_routes(django_asgi_app), re_path(r"", django_asgi_app)])}
+    {"http": URLRouter([*http_routes(django_asgi_app), asgi_route(r"", django_asgi_app)])}
 ))
 
 # Last: what is loaded by now lives as long as the process, and full collections need not walk it again and again.

@@ -13,11 +13,12 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("", include("accounts.urls")),
-    path("", include("exports.urls")),
+    path("", include("exports.destinations.urls")),
+    path("", include("exports.bulk_exports.urls")),
     path("", include("tracing.urls")),
     path("", include("agentauth.urls")),
     path("", include("deployments.urls")),
     path("", include("chat.page_urls")),
-    # The Agent Server API of the service's own deep agent, beside the examples' chat routes (config/routing.py).
+    # The Agent Server API of the service's own deep agent, beside the examples' chat routes (chat/routing.py).
     path("api/", include("agentserver.urls")),
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
@@ -70,7 +71,14 @@ class ObjectLink:
     external: bool = False
 
 
-class ObjectButtonsMixin:
+if TYPE_CHECKING:
+    # The mixin goes on ModelAdmins and uses their attributes (opts, admin_site, message_user, ...).
+    _ModelAdminBase = admin.ModelAdmin
+else:
+    _ModelAdminBase = object
+
+
+class ObjectButtonsMixin(_ModelAdminBase):
     """Adds the buttons of `get_object_buttons(request, obj)` to the change page, each behind its own URL.
 
     A button's handler returns the success message or raises a ServiceError, whose message is shown as

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.apps import AppConfig
 
 
@@ -21,14 +23,7 @@ def _text_fields_take_only_text() -> None:
     says string, so a number is refused like any other wrong type (422, pydantic's `string_type`)."""
     from rest_framework import serializers
 
-    to_internal_value = serializers.CharField.to_internal_value
-
-    def text_only(self, data):
-        if not isinstance(data, str):
-            raise serializers.ValidationError("Input should be a valid string", code="string_type")
-        return to_internal_value(self, data)
-
-    serializers.CharField.to_internal_value = text_only
+    _refuse_other_types(serializers.CharField, str, "Input should be a valid string", "string_type")
 
 
 def _boolean_fields_take_only_booleans() -> None:
@@ -36,11 +31,18 @@ def _boolean_fields_take_only_booleans() -> None:
     a BooleanField, so only JSON bodies reach it, where true and false are the booleans."""
     from rest_framework import serializers
 
-    to_internal_value = serializers.BooleanField.to_internal_value
+    _refuse_other_types(serializers.BooleanField, bool, "Input should be a valid boolean", "bool_type")
 
-    def booleans_only(self, data):
-        if not isinstance(data, bool):
-            raise serializers.ValidationError("Input should be a valid boolean", code="bool_type")
+
+def _refuse_other_types(field_class: Any, accepted: type, message: str, code: str) -> None:
+    """Patch `field_class` to refuse (422, pydantic's wording and `code`) any input that is not an `accepted`."""
+    from rest_framework import serializers
+
+    to_internal_value = field_class.to_internal_value
+
+    def only_accepted(self, data):
+        if not isinstance(data, accepted):
+            raise serializers.ValidationError(message, code=code)
         return to_internal_value(self, data)
 
-    serializers.BooleanField.to_internal_value = booleans_only
+    field_class.to_internal_value = only_accepted  # a deliberate patch

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import base64
 import pickle
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from django.conf import settings
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.db import DatabaseCache as DjangoDatabaseCache
 from django.db import DatabaseError, connections, router, transaction
+from django.db.backends.utils import CursorWrapper
 from django.utils.timezone import now as tz_now
 
 
@@ -26,6 +28,10 @@ class CacheWriteError(Exception):
 
 
 class DatabaseCache(DjangoDatabaseCache):
+    # Private members of Django's DatabaseCache, which django-stubs leaves out.
+    _table: str
+    _cull: Callable[[str, CursorWrapper, datetime, int], None]
+
     def set(self, key, value, timeout=DEFAULT_TIMEOUT, version=None):
         key = self.make_and_validate_key(key, version=version)
         if not self._upsert(key, value, timeout):

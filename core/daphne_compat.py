@@ -11,15 +11,25 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
+import importlib
+from typing import Any
+
+from core.rest_errors import error_json
+
+
+def _class_to_patch(module: str, name: str, marker: str) -> Any:
+    """Daphne's or Twisted's class `name`, or None when Daphne does not run here or the patch `marker` names is in
+    place already (ready() may run more than once)."""
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except ImportError:  # not running under Daphne
+        return None
+    return None if getattr(cls, marker, False) else cls
 
 
 def disable_twisted_form_parsing() -> None:
-    try:
-        from daphne.http_protocol import WebRequest
-    except ImportError:  # not running under Daphne
-        return
-    if getattr(WebRequest, "_service_form_parsing_disabled", False):
+    WebRequest = _class_to_patch("daphne.http_protocol", "WebRequest", "_service_form_parsing_disabled")
+    if WebRequest is None:
         return
     original_init = WebRequest.__init__
 
@@ -46,11 +56,8 @@ def answer_oversized_request_heads() -> None:
     URL) and answers an empty 400 when the request line and headers together pass totalHeadersSize. Clients
     and proxies then retry or report a network error; a 414 says what to change.
     """
-    try:
-        from twisted.web.http import HTTPChannel
-    except ImportError:  # not running under Daphne
-        return
-    if getattr(HTTPChannel, "_service_head_refusals", False):
+    HTTPChannel = _class_to_patch("twisted.web.http", "HTTPChannel", "_service_head_refusals")
+    if HTTPChannel is None:
         return
     original_line_received = HTTPChannel.lineReceived
 
@@ -66,6 +73,7 @@ def answer_oversized_request_heads() -> None:
         # Still waiting for the request line: that is the line that is too long.
         return _refuse_head(self, 414 if self._HTTPChannel__first_line else _head_status(self))
 
+    # Deliberate patches of Twisted's class (see the module docstring), and a marker that they are in place.
     HTTPChannel.lineReceived = lineReceived
     HTTPChannel.lineLengthExceeded = lineLengthExceeded
     HTTPChannel._service_head_refusals = True
@@ -79,7 +87,7 @@ def _head_status(channel) -> int:
 
 def _refuse_head(channel, status: int) -> None:
     reason, message = _HEAD_REFUSALS[status]
-    body = json.dumps({"detail": message.format(limit=channel.totalHeadersSize)}).encode()
+    body = error_json(message.format(limit=channel.totalHeadersSize))
     channel.transport.write(b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
                             b"Connection: close\r\n\r\n%s" % (status, reason, len(body), body))
     channel.loseConnection()

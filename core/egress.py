@@ -4,7 +4,8 @@ Tenant-supplied URLs (S3 endpoints, bucket hosts, OAuth token endpoints) are att
 egress targets. The guard resolves a host, refuses it when ANY of its addresses is not a public
 unicast address (loopback, private, link-local, CGNAT, metadata, multicast, reserved, the
 IPv4-mapped / NAT64 / 6to4 forms of those, ...) unless an operator allowlisted it in
-`EGRESS_ALLOWLIST`, and hands back the addresses it checked. Connections then go to exactly those
+`EGRESS_ALLOWLIST` (or, with DEBUG on, it is loopback: a developer's MinIO on localhost:9000), and
+hands back the addresses it checked. Connections then go to exactly those
 addresses (pinning), so a DNS answer that changes between check and connect (rebinding) reaches
 nothing: the address checked is the address connected to.
 
@@ -89,7 +90,10 @@ class PinnedTarget:
 def system_resolver(host: str) -> list[str]:
     """Resolve with the operating system (getaddrinfo), every address family."""
     infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    return [info[4][0] for info in infos]
+    # An IPv4 or IPv6 socket address starts with the address text (only an IPv6 family on a Python built
+    # without IPv6 would give a number).
+    addresses = (info[4][0] for info in infos)
+    return [address for address in addresses if isinstance(address, str)]
 
 
 _resolver_lock = threading.Lock()
@@ -134,9 +138,16 @@ class _Allowlist:
         return any(ip.version == net.version and ip in net for net in self.networks)
 
 
+# Allowed while DEBUG is on (read per check, so a test's DEBUG applies): what a developer runs on their own machine.
+# Production (DEBUG off) refuses loopback unless EGRESS_ALLOWLIST names it.
+DEBUG_ALLOWLIST = ("127.0.0.0/8", "::1")
+
+
 def _allowlist() -> _Allowlist:
     raw = getattr(settings, "EGRESS_ALLOWLIST", ())
-    entries = raw.split(",") if isinstance(raw, str) else raw
+    entries: list[str] = raw.split(",") if isinstance(raw, str) else list(raw)
+    if settings.DEBUG:
+        entries += DEBUG_ALLOWLIST
     return _parse_allowlist(tuple(e.strip().lower() for e in entries if e and e.strip()))
 
 
@@ -176,6 +187,15 @@ def _parse_literal(host: str) -> IPAddress | None:
 def _address(raw: str) -> IPAddress:
     # getaddrinfo may add a zone id to link-local IPv6 answers ("fe80::1%eth0").
     return ipaddress.ip_address(raw.split("%", 1)[0])
+
+
+def _refusal(target: str, reason: str) -> EgressDenied:
+    """The refusal of a blocked address, saying how an operator allows it (but never a metadata service)."""
+    if "metadata" in reason:
+        return EgressDenied(f"Refused to connect to {target}: {reason}.")
+    debug = " Loopback is allowed while DEBUG is on." if "loopback" in reason else ""
+    return EgressDenied(f"Refused to connect to {target}: {reason}. An operator can allow it by adding it to "
+                        f"EGRESS_ALLOWLIST.{debug}")
 
 
 def blocked_reason(ip: IPAddress) -> str | None:
@@ -252,7 +272,7 @@ def check_host(host: str) -> list[str]:
         if not allow.allows_address(literal):
             reason = blocked_reason(literal)
             if reason:
-                raise EgressDenied(f"Refused to connect to {literal}: {reason}.")
+                raise _refusal(str(literal), reason)
         return [str(literal)]
     _check_name_syntax(name)
     if name in METADATA_NAMES and not allow.allows_name(name):
@@ -263,7 +283,7 @@ def check_host(host: str) -> list[str]:
     for ip in addresses:
         reason = None if allow.allows_address(ip) else blocked_reason(ip)
         if reason:
-            raise EgressDenied(f"Refused to connect to {name} ({ip}): {reason}.")
+            raise _refusal(f"{name} ({ip})", reason)
     return [str(ip) for ip in addresses]
 
 

@@ -1,4 +1,4 @@
-"""The one place where exceptions become REST error bodies.
+"""The DRF exception handler: which exception becomes which REST error (the bodies are core.rest_errors').
 
 Validation errors are 422 `{"detail": [{"loc", "msg", "type"}]}`; every other error is
 `{"detail": "..."}` with its status; anything unexpected is a bare 500.
@@ -15,62 +15,35 @@ from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
 from core.exceptions import RequestValidationError, ServiceError, ServiceUnavailable
+from core.rest_errors import api_error_response, flatten_errors, validation_error_response, validation_item
 
 log = logging.getLogger("core.errors")
-
-# DRF's error codes, renamed where FastAPI/pydantic has a well-known name for the same thing.
-_TYPE_NAMES = {"required": "missing", "invalid": "value_error", "null": "value_error", "blank": "value_error"}
-
-
-def flatten_errors(errors, loc: list) -> list[dict]:
-    """Turn DRF's nested serializer errors into FastAPI's flat list."""
-    if isinstance(errors, dict):
-        flat = []
-        for key, value in errors.items():
-            flat += flatten_errors(value, loc if key == "non_field_errors" else [*loc, key])
-        return flat
-    if isinstance(errors, list):
-        if all(isinstance(item, (str, drf.ErrorDetail)) for item in errors):
-            return [_error_item(item, loc) for item in errors]
-        flat = []
-        for index, item in enumerate(errors):
-            if item:
-                flat += flatten_errors(item, [*loc, index])
-        return flat
-    return [_error_item(errors, loc)]
-
-
-def _error_item(item, loc: list) -> dict:
-    code = getattr(item, "code", None) or "value_error"
-    return {"loc": loc, "msg": str(item), "type": _TYPE_NAMES.get(code, code)}
-
-
-def validation_response(errors: list[dict]) -> Response:
-    return Response({"detail": errors}, status=422)
 
 
 def handle_exception(exc, context) -> Response:
     if isinstance(exc, RequestValidationError):
-        return validation_response(exc.errors)
+        return validation_error_response(exc.errors)
     if isinstance(exc, drf.ValidationError):
-        return validation_response(flatten_errors(exc.detail, ["body"]))
+        return validation_error_response(flatten_errors(exc.detail, ["body"]))
     if isinstance(exc, drf.ParseError):
-        return validation_response([{"loc": ["body"], "msg": str(exc.detail), "type": "json_invalid"}])
+        return validation_error_response([validation_item(["body"], str(exc.detail), "json_invalid")])
     if isinstance(exc, OperationalError):
         exc = database_unavailable(exc)
     if isinstance(exc, ServiceUnavailable):
         log.error("503 on %s %s: %s", *_request_line(context), exc.detail)
-        return Response({"detail": exc.detail}, status=503, headers={"Retry-After": str(exc.retry_after_seconds)})
+        return api_error_response(503, exc.detail, headers={"Retry-After": str(exc.retry_after_seconds)})
     if isinstance(exc, ServiceError):
-        return Response({"detail": exc.detail}, status=exc.status_code)
+        retry_after = getattr(exc, "retry_after_seconds", None)  # TooManyRequests
+        headers = {"Retry-After": str(retry_after)} if retry_after else None
+        return api_error_response(exc.status_code, exc.detail, headers=headers)
     if isinstance(exc, Http404):
-        return Response({"detail": "Not Found"}, status=404)
+        return api_error_response(404, "Not Found")
     if isinstance(exc, DjangoPermissionDenied):
         exc = drf.PermissionDenied()
     if isinstance(exc, drf.APIException):
         return _api_exception_response(exc)
     log.exception("Unhandled error on %s %s", *_request_line(context))
-    return Response({"detail": "Internal Server Error"}, status=500)
+    return api_error_response(500, "Internal Server Error")
 
 
 def database_unavailable(exc: Exception, outcome: str = "The request could not be completed") -> ServiceUnavailable:
@@ -86,9 +59,11 @@ def _request_line(context) -> tuple[str, str]:
 
 def _api_exception_response(exc: drf.APIException) -> Response:
     headers = {}
-    if isinstance(exc, drf.Throttled) and exc.wait is not None:
-        headers["Retry-After"] = str(max(1, int(exc.wait + 0.999)))
+    # DRF sets Throttled.wait; djangorestframework-stubs leave it out.
+    wait = exc.wait if isinstance(exc, drf.Throttled) else None  # type: ignore[attr-defined]
+    if wait is not None:
+        headers["Retry-After"] = str(max(1, int(wait + 0.999)))
     if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
         headers["WWW-Authenticate"] = "ApiKey"
     detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
-    return Response({"detail": detail}, status=exc.status_code, headers=headers)
+    return api_error_response(exc.status_code, detail, headers=headers)

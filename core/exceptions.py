@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from core.rest_errors import validation_item
+
 
 class ServiceError(Exception):
     """An error whose message is safe to show to the caller."""
@@ -33,6 +35,17 @@ class Conflict(ServiceError):
     default_detail = "Conflict."
 
 
+class TooManyRequests(ServiceError):
+    """Over a rate limit (core.throttling); REST answers carry `Retry-After`."""
+
+    status_code = 429
+    default_detail = "Too many requests."
+
+    def __init__(self, detail: str | None = None, *, retry_after_seconds: int = 1):
+        super().__init__(detail)
+        self.retry_after_seconds = retry_after_seconds
+
+
 class PayloadTooLarge(ServiceError):
     status_code = 413
     default_detail = "Request body is too large."
@@ -57,4 +70,4 @@ class RequestValidationError(Exception):
 
     @classmethod
     def single(cls, loc: list, msg: str, type_: str = "value_error") -> RequestValidationError:
-        return cls([{"loc": list(loc), "msg": msg, "type": type_}])
+        return cls([validation_item(loc, msg, type_)])

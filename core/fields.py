@@ -7,8 +7,19 @@ worse than failing, so these subclasses raise instead.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cryptography.fernet import InvalidToken
 from encrypted_model_fields import fields as encrypted
+
+if TYPE_CHECKING:
+    # django-encrypted-model-fields ships no types: to mypy its fields are the text and char fields they
+    # extend, holding str.
+    from django.db.models import CharField as _EncryptedCharBase
+    from django.db.models import TextField as _EncryptedTextBase
+else:
+    _EncryptedCharBase = encrypted.EncryptedCharField
+    _EncryptedTextBase = encrypted.EncryptedTextField
 
 
 class UndecryptableValue(Exception):
@@ -28,9 +39,9 @@ class _FailClosedMixin:
             ) from None
 
 
-class EncryptedTextField(_FailClosedMixin, encrypted.EncryptedTextField):
+class EncryptedTextField(_FailClosedMixin, _EncryptedTextBase):
     pass
 
 
-class EncryptedCharField(_FailClosedMixin, encrypted.EncryptedCharField):
+class EncryptedCharField(_FailClosedMixin, _EncryptedCharBase):
     pass

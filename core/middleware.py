@@ -8,7 +8,10 @@ import re
 from django.conf import settings
 from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
 from django.db import OperationalError
-from django.http import Http404, JsonResponse
+from django.http import Http404
+
+from core.exception_handler import database_unavailable
+from core.rest_errors import error_response
 
 log = logging.getLogger("core.errors")
 _CLIENT_ERRORS = (Http404, PermissionDenied, BadRequest, SuspiciousOperation)
@@ -36,7 +39,8 @@ def _declared_body_size(request) -> int | None:
             return None
     # Chunked uploads carry no length; under ASGI the body is already spooled to a file.
     stream = getattr(request, "_stream", None)
-    if request.method in ("GET", "HEAD", "DELETE", "OPTIONS") or not getattr(stream, "seekable", lambda: False)():
+    if (request.method in ("GET", "HEAD", "DELETE", "OPTIONS") or stream is None
+            or not getattr(stream, "seekable", lambda: False)()):
         return None
     position = stream.tell()
     size = stream.seek(0, 2)
@@ -54,10 +58,7 @@ class BodyLimitMiddleware:
         size = _declared_body_size(request)
         limit = body_limit_for(request.path)
         if size is not None and size > limit:
-            return JsonResponse(
-                {"detail": f"Request body is too large: the limit for this route is {limit} bytes."},
-                status=413,
-            )
+            return error_response(413, f"Request body is too large: the limit for this route is {limit} bytes.")
         return self.get_response(request)
 
 
@@ -77,7 +78,7 @@ class JsonErrorPagesMiddleware:
         response = self.get_response(request)
         is_html = response.get("Content-Type", "").startswith("text/html")
         if response.status_code in self._messages and is_html and not _is_browser_route(request.path):
-            return JsonResponse({"detail": self._messages[response.status_code]}, status=response.status_code)
+            return error_response(response.status_code, self._messages[response.status_code])
         return response
 
     def process_exception(self, request, exception):
@@ -88,11 +89,9 @@ class JsonErrorPagesMiddleware:
         if _is_browser_route(request.path) and settings.DEBUG:
             return None
         if isinstance(exception, OperationalError):
-            from core.exception_handler import database_unavailable
-
             unavailable = database_unavailable(exception)
             log.error("503 on %s %s: %s", request.method, request.path, unavailable.detail)
-            return JsonResponse({"detail": unavailable.detail}, status=503,
-                                headers={"Retry-After": str(unavailable.retry_after_seconds)})
+            return error_response(503, unavailable.detail,
+                                  headers={"Retry-After": str(unavailable.retry_after_seconds)})
         log.exception("Unhandled error on %s %s", request.method, request.path)
-        return JsonResponse({"detail": "Internal Server Error"}, status=500)
+        return error_response(500, "Internal Server Error")

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import uuid
 from functools import cache
+from pathlib import Path
 
 from django.conf import settings
 
@@ -64,3 +66,24 @@ def _is_zombie(pid: int) -> bool:
             return stat.read().rpartition(b")")[2].split()[0] == b"Z"
     except (OSError, IndexError):
         return False
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie (killed, not yet reaped by its parent)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def stop_process(process: subprocess.Popen, timeout: float) -> None:
+    """Terminate `process` if it still runs, and kill it if it has not exited `timeout` seconds later."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -1,10 +1,14 @@
-"""Where apps declare their background job handlers and periodic jobs.
+"""Where apps declare their background job handlers, periodic jobs and what `serve` sets up, so that core, the
+lowest layer, runs them without importing any app.
 
     @job_handler("exports.run")
     def run_export(job, lease): ...
 
     @periodic("exports.purge_credentials", every_seconds=3600)
     def purge(): ...
+
+    @serve_setup("accounts.demo_credentials")
+    def demo_credentials(out): ...
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ HANDLERS: dict[str, Handler] = {}
 PERIODICS: dict[str, Periodic] = {}
 # Long-running loops `run_worker` runs beside its jobs, each on a thread of its own: func(stop_event).
 SERVICES: dict[str, Callable] = {}
+# What `serve` ensures after migrating (not with --no-setup), in registration order: func(out) writes what it did.
+SERVE_SETUPS: dict[str, Callable] = {}
 
 
 def job_handler(kind: str, *, queue: str = "default"):
@@ -53,6 +59,16 @@ def worker_service(name: str):
     """Register `func(stop: threading.Event)`, run by every `run_worker` until it stops (it may return at once)."""
     def register(func: Callable) -> Callable:
         SERVICES[name] = func
+        return func
+
+    return register
+
+
+def serve_setup(name: str):
+    """Register `func(out)`, run by `manage.py serve` before it starts the server: it makes sure something exists
+    (a demo workspace, an admin user) and writes a line per thing to `out` for the person who started it."""
+    def register(func: Callable) -> Callable:
+        SERVE_SETUPS[name] = func
         return func
 
     return register

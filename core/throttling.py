@@ -1,4 +1,9 @@
-"""Per-workspace rate limits on the shared cache (database or Redis).
+"""Per-workspace rate limits on the shared cache (database or Redis): one function for every caller.
+
+`throttle_hit` counts one request against a scope's rate (`THROTTLE_RATES`) and says how long to wait when it is
+over. DRF views reach it through `WorkspaceRateThrottle` (their `throttle_scope`, keyed by the caller's workspace,
+key or address); a service that counts only some requests (destination validation counts test writes, whether
+the API or the admin asks for them) calls it itself, with `workspace_ident` so that both count in the same place.
 
 A throttle that cannot reach its cache lets the request through and logs it: the database cache writes on every
 request, so a full disk (or a Redis outage) would otherwise turn every request, reads included, into a 500.
@@ -8,40 +13,68 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 
 from django.conf import settings
-from rest_framework.throttling import SimpleRateThrottle
+from django.core.cache import cache
+from rest_framework.throttling import BaseThrottle
 
 log = logging.getLogger("core.throttling")
 # One log line per this many seconds while the cache keeps failing, not one per request.
 FAILURE_LOG_INTERVAL_SECONDS = 60.0
 _last_failure_logged = [float("-inf")]
+_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-class WorkspaceRateThrottle(SimpleRateThrottle):
-    """Throttle by the view's `throttle_scope`, keyed by the caller's workspace (or key, or IP)."""
+def workspace_ident(workspace_id: uuid.UUID) -> str:
+    """Whom a workspace's requests count for (the API's callers acting in one workspace count here too)."""
+    return f"ws:{workspace_id}"
 
-    def __init__(self):
-        # Rates are resolved per request so that settings overrides take effect.
-        pass
 
-    def allow_request(self, request, view):
-        self.scope = getattr(view, "throttle_scope", "default")
-        rate = settings.THROTTLE_RATES.get(self.scope)
-        if not rate:
-            return True
-        self.rate = rate
-        self.num_requests, self.duration = self.parse_rate(rate)
-        try:
-            return super().allow_request(request, view)
-        except Exception as exc:
-            _log_failure(self.scope, exc)
-            return True
+def throttle_hit(*, scope: str, ident: str) -> float | None:
+    """Count one request of `ident` in `scope`: None when the rate allows it, else the seconds until it would.
 
-    def get_cache_key(self, request, view):
+    A refused request is not counted. A scope without a rate is not limited.
+    """
+    rate = settings.THROTTLE_RATES.get(scope)
+    if not rate:
+        return None
+    limit, duration = _parse_rate(rate)
+    try:
+        return _hit(f"throttle:{scope}:{ident}", limit, duration)
+    except Exception as exc:  # noqa: BLE001 - any cache failure: let the request through, and say so
+        _log_failure(scope, exc)
+        return None
+
+
+def _parse_rate(rate: str) -> tuple[int, int]:
+    """'10/min' -> (10, 60): requests per period (s, m, h or d, as DRF spells them)."""
+    count, period = rate.split("/")
+    return int(count), _PERIODS[period.strip()[0]]
+
+
+def _hit(key: str, limit: int, duration: int) -> float | None:
+    # The history is DRF's: the times of the counted requests in the window, newest first.
+    now = time.time()
+    history = [moment for moment in cache.get(key, []) if moment > now - duration]
+    if len(history) >= limit:
+        # Allowed again once enough of the counted requests left the window.
+        return float(duration) if limit == 0 else history[limit - 1] + duration - now
+    cache.set(key, [now, *history], duration)
+    return None
+
+
+class WorkspaceRateThrottle(BaseThrottle):
+    """Throttle a DRF view by its `throttle_scope`, keyed by the caller's workspace (or key, or IP)."""
+
+    def allow_request(self, request, view) -> bool:
         principal = getattr(request, "user", None)
         ident = getattr(principal, "throttle_ident", None) or self.get_ident(request)
-        return f"throttle:{self.scope}:{ident}"
+        self._wait = throttle_hit(scope=getattr(view, "throttle_scope", "default"), ident=ident)
+        return self._wait is None
+
+    def wait(self) -> float | None:
+        return self._wait
 
 
 def _log_failure(scope: str, exc: Exception) -> None:

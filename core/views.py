@@ -11,6 +11,7 @@ from django.views.decorators.cache import cache_control
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
+from core.rest_errors import error_response
 from core.services import health_probe_write
 
 log = logging.getLogger("core.health")
@@ -27,7 +28,7 @@ def method_routes(**views):
     def dispatch(request, *args, **kwargs):
         callback = callbacks.get(request.method)
         if callback is None:
-            return JsonResponse({"detail": "Method Not Allowed"}, status=405, headers={"Allow": allowed})
+            return error_response(405, "Method Not Allowed", headers={"Allow": allowed})
         return callback(request, *args, **kwargs)
 
     dispatch.method_callbacks = {m: cb for m, cb in callbacks.items() if m != "HEAD"}

@@ -10,7 +10,7 @@ import time
 import uuid
 
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections, connections
+from django.db import DatabaseError, close_old_connections, connection, connections
 
 from core import services
 from core.models import Job
@@ -57,6 +57,21 @@ class Lease:
             connections.close_all()
 
 
+class RowsChanged:
+    """An execute wrapper counting the rows that INSERT, UPDATE and DELETE statements change on a connection."""
+
+    _WRITES = ("INSERT", "UPDATE", "DELETE")
+
+    def __init__(self) -> None:
+        self.rows = 0
+
+    def __call__(self, execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if sql.lstrip()[:6].upper() in self._WRITES:
+            self.rows += max(context["cursor"].rowcount, 0)
+        return result
+
+
 class Worker:
     def __init__(self, *, queues: list[str] | None = None, worker_id: str | None = None,
                  lease_seconds: float | None = None, run_periodic: bool = True):
@@ -99,17 +114,22 @@ class Worker:
         return ran
 
     def _run_periodic(self, periodic) -> None:
+        """Run one periodic job; its end is logged at INFO only when it changed something (or failed)."""
         started = time.monotonic()
-        log.info("periodic start name=%s", periodic.name)
+        log.debug("periodic start name=%s", periodic.name)
         error = ""
+        changes = RowsChanged()
         try:
-            periodic.func()
+            with connection.execute_wrapper(changes):
+                periodic.func()
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             log.exception("periodic failed name=%s", periodic.name)
         services.periodic_release(name=periodic.name, worker_id=self.worker_id, error=error)
-        log.info("periodic end name=%s status=%s seconds=%.3f", periodic.name, "failed" if error else "done",
-                 time.monotonic() - started)
+        # Most runs of a sweep find nothing to do: at INFO they would be lines every few seconds saying so.
+        level = logging.INFO if error or changes.rows else logging.DEBUG
+        log.log(level, "periodic end name=%s status=%s rows_changed=%d seconds=%.3f", periodic.name,
+                "failed" if error else "done", changes.rows, time.monotonic() - started)
 
     def run_job(self, job: Job) -> None:
         handler = HANDLERS.get(job.kind)

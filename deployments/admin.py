@@ -18,7 +18,6 @@ from core.admin import (
     ObjectButtonsMixin,
     ObjectLink,
     ReadOnlyAdmin,
-    ago,
     ago_column,
     clipped,
     health_filter,
@@ -30,7 +29,7 @@ from deployments.models import Deployment, Revision, RevisionLog
 LOG_LINES = 300
 LOG_PAGE = 500
 S = states.RevisionStatus
-STATUS_CLASS = {S.DEPLOYED: "ok", S.CREATE_FAILED: "bad", S.BUILD_FAILED: "bad", S.DEPLOY_FAILED: "bad",
+STATUS_CLASS: dict[str, str] = {S.DEPLOYED: "ok", S.CREATE_FAILED: "bad", S.BUILD_FAILED: "bad", S.DEPLOY_FAILED: "bad",
                 S.SKIPPED: "off", S.INTERRUPTED: "off", S.UNKNOWN: "off"}
 
 
@@ -53,9 +52,26 @@ def revision_badge(revision: Revision, active_revision_id):
                        label)
 
 
-class RevisionInline(admin.TabularInline):
+class RevisionColumns:
+    """The columns a revision's row shows, in the deployment's inline and in the revisions' list."""
+
+    message_width = 60  # characters of the status message
+
+    @admin.display(description="status", ordering="status")
+    def honest_status(self, obj):
+        return revision_badge(obj, obj.deployment.active_revision_id)
+
+    @admin.display(description="message")
+    def message(self, obj):
+        return clipped(revision_message(obj, obj.deployment.active_revision_id), self.message_width)
+
+    created = ago_column("created_at", "created")
+    updated = ago_column("updated_at", "updated")
+
+
+class RevisionInline(RevisionColumns, admin.TabularInline):
     model = Revision
-    fields = ["number", "honest_status", "message", "created", "updated"]
+    fields = ("number", "honest_status", "message", "created", "updated")
     readonly_fields = fields
     extra = 0
     show_change_link = True
@@ -65,21 +81,6 @@ class RevisionInline(admin.TabularInline):
     def has_add_permission(self, request, obj=None):
         return False
 
-    @admin.display(description="status")
-    def honest_status(self, obj):
-        return revision_badge(obj, obj.deployment.active_revision_id)
-
-    @admin.display(description="message")
-    def message(self, obj):
-        return clipped(revision_message(obj, obj.deployment.active_revision_id), 60)
-
-    @admin.display(description="created")
-    def created(self, obj):
-        return ago(obj.created_at)
-
-    @admin.display(description="updated")
-    def updated(self, obj):
-        return ago(obj.updated_at)
 
 
 def _run(model_admin, request, operation, success: str) -> None:
@@ -98,8 +99,8 @@ class DeploymentAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
                    "source", "workspace"]
     search_fields = ["name", "=id"]
     list_select_related = ["workspace", "active_revision", "latest_revision"]
-    fields = ["id", "name", "workspace", "source", "deployment_type", "status", "url", "serving", "latest",
-              "secret_names", "source_config", "tracing_project_id", "created_at", "updated_at"]
+    fields = ("id", "name", "workspace", "source", "deployment_type", "status", "url", "serving", "latest",
+              "secret_names", "source_config", "tracing_project_id", "created_at", "updated_at")
     readonly_fields = fields
     inlines = [RevisionInline]
     # No admin delete: deletion goes through the pipeline (the button and action), which stops processes.
@@ -177,29 +178,19 @@ class DeploymentAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
 
 
 @admin.register(Revision)
-class RevisionAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
+class RevisionAdmin(RevisionColumns, ObjectButtonsMixin, ReadOnlyAdmin):
     list_display = ["__str__", "honest_status", "message", "created", "updated"]
     list_filter = [health_filter(failed=("Failed (still the latest)", selectors.revision_list_failed)), "status",
                    "source", "deployment__workspace"]
     search_fields = ["=id", "deployment__name"]
     list_select_related = ["deployment"]
-    fields = ["id", "deployment", "number", "honest_status", "message", "source", "repo_url",
+    fields = ("id", "deployment", "number", "honest_status", "message", "source", "repo_url",
               "repo_ref", "repo_commit_sha", "langgraph_config_path", "source_tarball_path", "serving_host",
-              "serving_port", "serving_pid", "created_at", "updated_at", "build_log", "deploy_log"]
+              "serving_port", "serving_pid", "created_at", "updated_at", "build_log", "deploy_log")
     readonly_fields = fields
     actions = ["redeploy", "interrupt"]
 
-    @admin.display(description="status", ordering="status")
-    def honest_status(self, obj):
-        return revision_badge(obj, obj.deployment.active_revision_id)
-
-    @admin.display(description="message")
-    def message(self, obj):
-        return clipped(revision_message(obj, obj.deployment.active_revision_id), 50)
-
-    created = ago_column("created_at", "created")
-
-    updated = ago_column("updated_at", "updated")
+    message_width = 50
 
     def _log(self, obj, log_type: str):
         entries = list(obj.logs.filter(type=log_type).order_by("-id")[:LOG_LINES])[::-1]

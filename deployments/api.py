@@ -1,17 +1,34 @@
-"""The /v2 deployments API: one view per operation; rules live in services and selectors."""
+"""The /v2 deployments API: one view per operation (validate, call a service or selector, serialize)."""
 
 from __future__ import annotations
 
 import json
+import uuid
 
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.pagination import limit_field, offset_field
 from deployments import selectors, services
-from deployments import serializers as s
 from deployments.models import Deployment, Revision
+from deployments.serializers import (
+    DEPLOYMENT_TYPES,
+    DeploymentNameField,
+    DeploymentOutputSerializer,
+    RevisionOutputSerializer,
+    RevisionStatusListField,
+    SourceConfigInputSerializer,
+    SourceRevisionConfigInputSerializer,
+    UuidListField,
+    parse_path_uuid,
+    secrets_input,
+    validate_query,
+)
+from deployments.states import RevisionStatus
 
 READ, MANAGE = "deployments:read", "deployments:manage"
 NOT_FOUND = {404: None, 422: None}
@@ -22,105 +39,136 @@ def _plain(data) -> dict:
     return json.loads(json.dumps(data, cls=DjangoJSONEncoder))
 
 
-def revision_config(revision: Revision | None) -> dict:
-    fields = ("repo_ref", "langgraph_config_path", "image_uri", "source_tarball_path", "repo_commit_sha")
-    return {field: getattr(revision, field) if revision else None for field in fields}
-
-
-def deployment_data(deployment: Deployment) -> dict:
-    stored = deployment.source_config
-    source_config = {key: stored.get(key) for key in s.SourceConfigOutput().fields}
-    source_config.update(deployment_type=deployment.deployment_type, custom_url=services.custom_url(deployment))
-    return {
-        "id": deployment.id, "tenant_id": deployment.workspace_id, "name": deployment.name,
-        "source": deployment.source, "source_config": source_config,
-        "source_revision_config": revision_config(deployment.latest_revision),
-        "secrets": [{"name": name} for name in deployment.secret_names],
-        "status": deployment.status, "latest_revision_id": deployment.latest_revision_id,
-        "active_revision_id": deployment.active_revision_id, "image_version": None,
-        "created_at": deployment.created_at, "updated_at": deployment.updated_at,
-    }
-
-
-def deployment_response(deployment: Deployment, status: int = 200) -> Response:
-    return Response(s.DeploymentOutput(deployment_data(deployment)).data, status=status)
-
-
-def revision_data(revision: Revision) -> dict:
-    return {"id": revision.id, "created_at": revision.created_at, "updated_at": revision.updated_at,
-            "status": revision.status, "source": revision.source,
-            "source_revision_config": revision_config(revision)}
+def _page(items: QuerySet, *, offset: int, limit: int) -> dict:
+    """One page of a list and the offset of the next one, in the control plane's list shape."""
+    page = list(items[offset: offset + limit])
+    return {"resources": page, "offset": offset + len(page)}
 
 
 def deployment_from_path(request, deployment_id: str) -> Deployment:
     return selectors.deployment_get(workspace=request.user.workspace,
-                                    deployment_id=s.parse_path_uuid(deployment_id, "deployment_id"))
+                                    deployment_id=parse_path_uuid(deployment_id, "deployment_id"))
 
 
 def revision_from_path(request, deployment_id: str, revision_id: str) -> tuple[Deployment, Revision]:
     deployment = deployment_from_path(request, deployment_id)
-    revision = selectors.revision_get(deployment=deployment,
-                                      revision_id=s.parse_path_uuid(revision_id, "revision_id"))
+    revision = selectors.revision_get(deployment=deployment, revision_id=parse_path_uuid(revision_id, "revision_id"))
     return deployment, revision
 
 
 class DeploymentListApi(APIView):
     required_permission = READ
 
-    @extend_schema(parameters=[s.DeploymentListQuery], responses={200: s.DeploymentsListOutput, 422: None},
+    class FilterSerializer(serializers.Serializer):
+        limit = limit_field(default=20, maximum=100)
+        offset = offset_field()
+        name = serializers.CharField(required=False, allow_blank=True)
+        name_contains = serializers.CharField(required=False, allow_blank=True)
+        status = serializers.ChoiceField(Deployment.Status.values, required=False)
+        deployment_type = serializers.ChoiceField(DEPLOYMENT_TYPES, required=False)
+        deployment_ids = UuidListField(required=False, allow_blank=True)
+
+        def validate_deployment_ids(self, value):
+            try:
+                return [uuid.UUID(part.strip()) for part in value.split(",") if part.strip()]
+            except ValueError:
+                raise serializers.ValidationError("Input should be a comma-separated list of UUIDs.") from None
+
+    class OutputSerializer(serializers.Serializer):
+        resources = DeploymentOutputSerializer(many=True)
+        offset = serializers.IntegerField()
+
+        class Meta:
+            ref_name = "DeploymentsListOutput"
+
+    @extend_schema(parameters=[FilterSerializer], responses={200: OutputSerializer, 422: None},
                    operation_id="list_deployments")
     def get(self, request):
-        query = s.validate_query(s.DeploymentListQuery, request.query_params)
+        filters = validate_query(self.FilterSerializer, request.query_params)
         deployments = selectors.deployment_list(
-            workspace=request.user.workspace, name=query.get("name"), name_contains=query.get("name_contains"),
-            status=query.get("status"), deployment_type=query.get("deployment_type"),
-            deployment_ids=query.get("deployment_ids"))
-        offset = query["offset"]
-        page = list(deployments[offset: offset + query["limit"]])
-        return Response(s.DeploymentsListOutput({"resources": [deployment_data(d) for d in page],
-                                                 "offset": offset + len(page)}).data)
+            workspace=request.user.workspace, name=filters.get("name"), name_contains=filters.get("name_contains"),
+            status=filters.get("status"), deployment_type=filters.get("deployment_type"),
+            deployment_ids=filters.get("deployment_ids"))
+        page = _page(deployments, offset=filters["offset"], limit=filters["limit"])
+        return Response(self.OutputSerializer(page).data)
 
 
 class DeploymentCreateApi(APIView):
     required_permission = MANAGE
     throttle_scope = "deployment-write"
 
-    @extend_schema(request=s.DeploymentCreateInput, responses={201: s.DeploymentOutput, 400: None, 409: None,
-                                                               422: None},
+    class InputSerializer(serializers.Serializer):
+        name = DeploymentNameField(max_length=128)
+        # DRF's metaclass takes declared fields off the class (the stubs see a clash with Field.source).
+        source = serializers.ChoiceField(Deployment.Source.choices)  # type: ignore[assignment]
+        source_config = SourceConfigInputSerializer(required=False, allow_null=True)
+        source_revision_config = SourceRevisionConfigInputSerializer(required=False, allow_null=True)
+        secrets = secrets_input()
+
+        class Meta:
+            ref_name = "DeploymentCreateInput"
+
+        def validate_name(self, value):
+            if any(ord(c) < 32 for c in value) or value != value.strip():
+                raise serializers.ValidationError("Input should be a name without control characters or edge "
+                                                  "spaces.")
+            return value
+
+    OutputSerializer = DeploymentOutputSerializer
+
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer, 400: None, 409: None, 422: None},
                    parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False)],
                    operation_id="create_deployment")
     def post(self, request):
-        serializer = s.DeploymentCreateInput(data=request.data)
+        serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = _plain(serializer.validated_data)
         result = services.deployment_create(
             workspace=request.user.workspace, name=data["name"], source=data["source"],
             source_config=data.get("source_config") or {}, source_revision_config=data.get("source_revision_config")
             or {}, secrets=data.get("secrets"), idempotency_key=request.headers.get("Idempotency-Key"))
-        return deployment_response(result.deployment, status=201)
+        return Response(self.OutputSerializer(result.deployment).data, status=201)
 
 
 class DeploymentDetailApi(APIView):
     required_permission = READ
 
-    @extend_schema(responses={200: s.DeploymentOutput, **NOT_FOUND}, operation_id="get_deployment")
+    OutputSerializer = DeploymentOutputSerializer
+
+    @extend_schema(responses={200: OutputSerializer, **NOT_FOUND}, operation_id="get_deployment")
     def get(self, request, deployment_id):
-        return deployment_response(deployment_from_path(request, deployment_id))
+        return Response(self.OutputSerializer(deployment_from_path(request, deployment_id)).data)
 
 
 class DeploymentUpdateApi(APIView):
     required_permission = MANAGE
     throttle_scope = "deployment-write"
 
-    @extend_schema(request=s.DeploymentPatchInput,
-                   responses={200: s.DeploymentOutput, 400: None, 409: None, **NOT_FOUND},
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=128, required=False, allow_null=True)
+        # DRF's metaclass takes declared fields off the class (the stubs see a clash with Field.source).
+        source = serializers.ChoiceField(  # type: ignore[assignment]
+            Deployment.Source.choices, required=False, allow_null=True)
+        source_config = SourceConfigInputSerializer(required=False, allow_null=True)
+        source_revision_config = SourceRevisionConfigInputSerializer(required=False, allow_null=True)
+        secrets = secrets_input()
+        revision_source = serializers.ChoiceField(Deployment.Source.choices, required=False, allow_null=True)
+        tracked_packages = serializers.ListField(child=serializers.CharField(max_length=255), required=False,
+                                                 allow_null=True, max_length=100)
+
+        class Meta:
+            ref_name = "DeploymentPatchInput"
+
+    OutputSerializer = DeploymentOutputSerializer
+
+    @extend_schema(request=InputSerializer, responses={200: OutputSerializer, 400: None, 409: None, **NOT_FOUND},
                    operation_id="patch_deployment")
     def patch(self, request, deployment_id):
         deployment = deployment_from_path(request, deployment_id)
-        serializer = s.DeploymentPatchInput(data=request.data)
+        serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         updated = services.deployment_update(deployment=deployment, data=_plain(serializer.validated_data))
-        return deployment_response(updated)
+        return Response(self.OutputSerializer(updated).data)
 
 
 class DeploymentDeleteApi(APIView):
@@ -136,45 +184,67 @@ class DeploymentDeleteApi(APIView):
 class RevisionListApi(APIView):
     required_permission = READ
 
-    @extend_schema(parameters=[s.RevisionListQuery], responses={200: s.RevisionsListOutput, **NOT_FOUND},
+    class FilterSerializer(serializers.Serializer):
+        limit = limit_field(default=20, maximum=100)
+        offset = offset_field()
+        status = RevisionStatusListField(required=False, allow_blank=True)
+
+        def validate_status(self, value):
+            statuses = [part.strip() for part in value.split(",") if part.strip()]
+            if any(status not in RevisionStatus.values for status in statuses):
+                raise serializers.ValidationError(f"Input should be one of {', '.join(RevisionStatus.values)}.")
+            return statuses
+
+    class OutputSerializer(serializers.Serializer):
+        resources = RevisionOutputSerializer(many=True)
+        offset = serializers.IntegerField()
+
+        class Meta:
+            ref_name = "RevisionsListOutput"
+
+    @extend_schema(parameters=[FilterSerializer], responses={200: OutputSerializer, **NOT_FOUND},
                    operation_id="list_revisions")
     def get(self, request, deployment_id):
         deployment = deployment_from_path(request, deployment_id)
-        query = s.validate_query(s.RevisionListQuery, request.query_params)
-        revisions = selectors.revision_list(deployment=deployment, statuses=query.get("status"))
-        offset = query["offset"]
-        page = list(revisions[offset: offset + query["limit"]])
-        return Response(s.RevisionsListOutput({"resources": [revision_data(r) for r in page],
-                                               "offset": offset + len(page)}).data)
+        filters = validate_query(self.FilterSerializer, request.query_params)
+        revisions = selectors.revision_list(deployment=deployment, statuses=filters.get("status"))
+        page = _page(revisions, offset=filters["offset"], limit=filters["limit"])
+        return Response(self.OutputSerializer(page).data)
 
 
 class RevisionDetailApi(APIView):
     required_permission = READ
 
-    @extend_schema(responses={200: s.RevisionOutput, **NOT_FOUND}, operation_id="get_revision")
+    OutputSerializer = RevisionOutputSerializer
+
+    @extend_schema(responses={200: OutputSerializer, **NOT_FOUND}, operation_id="get_revision")
     def get(self, request, deployment_id, revision_id):
         _, revision = revision_from_path(request, deployment_id, revision_id)
-        return Response(s.RevisionOutput(revision_data(revision)).data)
+        return Response(self.OutputSerializer(revision).data)
 
 
 class RevisionRedeployApi(APIView):
     required_permission = MANAGE
     throttle_scope = "deployment-write"
 
-    @extend_schema(request=None, responses={200: s.DeploymentOutput, 400: None, 409: None, **NOT_FOUND},
+    OutputSerializer = DeploymentOutputSerializer
+
+    @extend_schema(request=None, responses={200: OutputSerializer, 400: None, 409: None, **NOT_FOUND},
                    operation_id="redeploy_revision")
     def post(self, request, deployment_id, revision_id):
         deployment, revision = revision_from_path(request, deployment_id, revision_id)
-        return deployment_response(services.revision_redeploy(deployment=deployment, revision=revision))
+        redeployed = services.revision_redeploy(deployment=deployment, revision=revision)
+        return Response(self.OutputSerializer(redeployed).data)
 
 
 class RevisionInterruptApi(APIView):
     required_permission = MANAGE
     throttle_scope = "deployment-write"
 
-    @extend_schema(request=None, responses={200: s.RevisionOutput, 400: None, **NOT_FOUND},
+    OutputSerializer = RevisionOutputSerializer
+
+    @extend_schema(request=None, responses={200: OutputSerializer, 400: None, **NOT_FOUND},
                    operation_id="interrupt_revision")
     def post(self, request, deployment_id, revision_id):
         _, revision = revision_from_path(request, deployment_id, revision_id)
-        revision = services.revision_interrupt(revision=revision)
-        return Response(s.RevisionOutput(revision_data(revision)).data)
+        return Response(self.OutputSerializer(services.revision_interrupt(revision=revision)).data)

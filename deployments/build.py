@@ -49,9 +49,9 @@ def create_venv(venv: Path, *, extra_paths: list[Path]) -> Path:
 
 def service_constraints() -> dict[str, str]:
     """Every distribution installed for the service, by canonical name, with its version."""
-    pins = {}
+    pins: dict[str, str] = {}
     for dist in metadata.distributions():
-        name = dist.metadata.get("Name")
+        name = dist.name  # the "Name" metadata, None when a broken install lacks it
         if name:
             pins.setdefault(canonicalize_name(name), dist.version)
     return pins

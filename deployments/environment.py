@@ -50,7 +50,7 @@ def serving_env(*, revision: Revision, home: Path, data_dir: Path, venv_bin: Pat
     env.update(base_env(home=home, venv_bin=venv_bin))
     custom_url = f"{settings.PUBLIC_BASE_URL}/deployments/{deployment.id}"
     env.update({
-        "DJANGO_SETTINGS_MODULE": "deployments.serving_settings",
+        "DJANGO_SETTINGS_MODULE": "deployments.serving.settings",
         "DEBUG": "false",
         "SECRET_KEY": random.token_urlsafe(48),
         "FIELD_ENCRYPTION_KEY": Fernet.generate_key().decode(),
@@ -62,7 +62,7 @@ def serving_env(*, revision: Revision, home: Path, data_dir: Path, venv_bin: Pat
         "SECURE_SSL_REDIRECT": "false",
         # The proxy has authenticated the caller; inside, every caller is the deployment's one anonymous owner.
         "CHAT_ALLOW_ANONYMOUS": "true",
-        # Runs are traced through LANGSMITH_* into the deployment's project, not into this process's own database.
+        # Chat runs are traced through LANGSMITH_* into the deployment's project, not into this process's database.
         "CHAT_TRACING_PROJECT": "",
         "SERVE_GRAPHS_REVISION_ID": str(revision.id),
         "SERVE_GRAPHS_DEPLOYMENT_ID": str(deployment.id),
@@ -77,7 +77,7 @@ def serving_env(*, revision: Revision, home: Path, data_dir: Path, venv_bin: Pat
 
 
 def _tracing_env(revision: Revision) -> dict[str, str]:
-    """Runs of the served graphs go to the deployment's tracing project, through this service's trace API."""
+    """The served graphs' chat runs are traced into the deployment's project, through this service's trace API."""
     deployment = revision.deployment
     if not deployment.tracing_api_key_secret:
         return {}

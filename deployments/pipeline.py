@@ -10,37 +10,37 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F
 
 from core.models import Job
 from core.services import job_enqueue
 from deployments import services, states
 from deployments.models import Deployment, Revision, RevisionLog
-from deployments.processes import LineSink, StepStopped
-from deployments.runners import StepContext, StepFailed, get_runner
+from deployments.processes import StepStopped
+from deployments.runners import StepContext, StepFailed
+from deployments.services import get_runner
 from deployments.states import RevisionStatus as S
 from deployments.uploads import uploads_remove
 
 log = logging.getLogger("deployments.pipeline")
+# The failure a revision whose pipeline job ended without finishing it gets, by the status it was left in.
+FAILED_WHILE: dict[str, str] = {S.CREATING: S.CREATE_FAILED, S.QUEUED: S.CREATE_FAILED,
+                                S.AWAITING_BUILD: S.BUILD_FAILED, S.BUILDING: S.BUILD_FAILED}
 
 
-def _sink(revision: Revision, log_type: str) -> LineSink:
-    def write(batch):
-        try:
-            services.log_append_batch(revision_id=revision.id, type=log_type, entries=batch)
-        except IntegrityError:  # the revision was deleted with its deployment meanwhile
-            log.info("dropped %d %s log lines of deleted revision %s", len(batch), log_type, revision.id)
-
-    return LineSink(write)
+def _context(revision: Revision, log_type: str, should_stop) -> StepContext:
+    """What the runner gets for one step, writing to the revision's build or deploy log."""
+    return StepContext(revision, services.revision_log_sink(revision_id=revision.id, type=log_type), should_stop)
 
 
 def _stop_check(revision: Revision, lease):
     """A should_stop() for a step: the reason to stop, or None. Reads the status at most once a second."""
-    last = {"at": 0.0, "status": revision.status}
+    last: dict[str, Any] = {"at": 0.0, "status": revision.status}
 
     def should_stop() -> str | None:
         if lease is not None and lease.lost:
@@ -80,16 +80,28 @@ def _gave_up(revision: Revision, job: Job, failed: str) -> bool:
     return True
 
 
-def build_step(*, revision_id: str, job: Job, lease) -> None:
-    """QUEUED → AWAITING_BUILD (fetch) → BUILDING → AWAITING_DEPLOY, then queue the deploy step."""
+def _start_step(revision_id: str, job: Job, lease, log_type: str) -> tuple[Revision, StepContext] | None:
+    """The revision a build or deploy step works on and the runner's context, or None when there is nothing to do:
+    the revision is gone or finished, or the step gave up after its workers stopped too often."""
     revision = _load(revision_id)
     if revision is None or states.is_terminal(revision.status):
-        return
-    failed = S.CREATE_FAILED if revision.status == S.QUEUED else S.BUILD_FAILED
+        return None
+    if log_type == RevisionLog.Type.DEPLOY:
+        failed = S.DEPLOY_FAILED
+    else:
+        failed = S.CREATE_FAILED if revision.status == S.QUEUED else S.BUILD_FAILED
     if _gave_up(revision, job, failed):
+        return None
+    return revision, _context(revision, log_type, _stop_check(revision, lease))
+
+
+def build_step(*, revision_id: str, job: Job, lease) -> None:
+    """QUEUED → AWAITING_BUILD (fetch) → BUILDING → AWAITING_DEPLOY, then queue the deploy step."""
+    started = _start_step(revision_id, job, lease, RevisionLog.Type.BUILD)
+    if started is None:
         return
+    revision, ctx = started
     runner = get_runner()
-    ctx = StepContext(revision, _sink(revision, RevisionLog.Type.BUILD), _stop_check(revision, lease))
     try:
         if revision.status == S.QUEUED:
             _advance(revision, S.AWAITING_BUILD)
@@ -122,13 +134,11 @@ def _stopped(ctx: StepContext, lease, exc: Exception) -> None:
 
 def deploy_step(*, revision_id: str, job: Job, lease) -> None:
     """AWAITING_DEPLOY → DEPLOYING → (healthy) DEPLOYED and active; the previous revision is then stopped."""
-    revision = _load(revision_id)
-    if revision is None or states.is_terminal(revision.status):
+    started = _start_step(revision_id, job, lease, RevisionLog.Type.DEPLOY)
+    if started is None:
         return
-    if _gave_up(revision, job, S.DEPLOY_FAILED):
-        return
+    revision, ctx = started
     runner = get_runner()
-    ctx = StepContext(revision, _sink(revision, RevisionLog.Type.DEPLOY), _stop_check(revision, lease))
     try:
         if revision.status == S.AWAITING_DEPLOY:
             _advance(revision, S.DEPLOYING)
@@ -186,7 +196,7 @@ def reconcile() -> None:
 def _needs_restart(runner, revision: Revision) -> bool:
     """Gone: restart. Running but not answering /ok: restart only if it did not answer last time either.
 
-    A process busy with a long run may miss one health check; it is not killed for that.
+    A process busy with a long chat run may miss one health check; it is not killed for that.
     """
     key = f"deployments:unhealthy:{revision.id}"
     if runner.is_healthy(revision):
@@ -201,7 +211,7 @@ def _needs_restart(runner, revision: Revision) -> bool:
 
 def _restart(revision: Revision) -> None:
     runner = get_runner()
-    ctx = StepContext(revision, _sink(revision, RevisionLog.Type.DEPLOY), lambda: None)
+    ctx = _context(revision, RevisionLog.Type.DEPLOY, lambda: None)
     ctx.log("The active revision is not being served; starting it again.", "WARNING")
     try:
         runner.start(ctx)
@@ -229,7 +239,6 @@ def _fail_orphans() -> None:
         if str(revision.id) in waiting:
             continue
         revision.refresh_from_db(fields=["status"])
-        failed = {S.CREATING: S.CREATE_FAILED, S.QUEUED: S.CREATE_FAILED, S.AWAITING_BUILD: S.BUILD_FAILED,
-                  S.BUILDING: S.BUILD_FAILED}.get(revision.status, S.DEPLOY_FAILED)
+        failed = FAILED_WHILE.get(revision.status, S.DEPLOY_FAILED)
         services.revision_transition(revision=revision, to=failed, message="Its pipeline job ended without "
                                      "finishing it.")

@@ -114,7 +114,8 @@ def run_logged(command: list[str], *, env: dict[str, str], cwd: Path, sink: Line
         reader.join(timeout=5)
         _drain(lines, sink)
         sink.flush()
-        process.stdout.close()
+        if process.stdout is not None:  # always a pipe here (popen's default)
+            process.stdout.close()
     return process.returncode
 
 

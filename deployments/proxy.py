@@ -13,15 +13,16 @@ import logging
 
 import httpx
 from asgiref.sync import sync_to_async
-from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.exceptions import APIException
 
 from accounts.authentication import principal_from_headers
 from core.exceptions import RequestValidationError, ServiceError
+from core.rest_errors import error_response
 from deployments import selectors
-from deployments.runners import get_runner
 from deployments.serializers import parse_path_uuid
+from deployments.services import get_runner
 
 log = logging.getLogger("deployments.proxy")
 
@@ -32,10 +33,6 @@ _DROP_REQUEST = {"host", "connection", "keep-alive", "proxy-authorization", "pro
 _DROP_RESPONSE = {"connection", "keep-alive", "transfer-encoding", "upgrade", "trailer", "content-length",
                   "set-cookie"}
 _TIMEOUT = httpx.Timeout(connect=5.0, read=None, write=30.0, pool=5.0)
-
-
-def _error(status: int, detail) -> JsonResponse:
-    return JsonResponse({"detail": detail}, status=status)
 
 
 def _resolve(request, deployment_id: str):
@@ -63,11 +60,11 @@ async def deployment_proxy(request, deployment_id: str, subpath: str | None = No
     try:
         upstream = await sync_to_async(_resolve)(request, deployment_id)
     except _Reject as exc:
-        return _error(exc.status, exc.detail)
+        return error_response(exc.status, exc.detail)
     except RequestValidationError as exc:
-        return _error(422, exc.errors)
+        return error_response(422, exc.errors)
     except (ServiceError, APIException) as exc:
-        return _error(exc.status_code, str(exc.detail))
+        return error_response(exc.status_code, str(exc.detail))
     headers = {k: v for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST}
     headers.update(upstream.headers)
     headers["X-Forwarded-Prefix"] = f"/deployments/{deployment_id}"
@@ -80,11 +77,11 @@ async def deployment_proxy(request, deployment_id: str, subpath: str | None = No
     except httpx.HTTPError as exc:
         await client.aclose()
         log.warning("proxy to %s failed: %s", url, exc)
-        return _error(502, "The deployment's server did not answer.")
+        return error_response(502, "The deployment's server did not answer.")
     return _stream(response, client)
 
 
-def _stream(response: httpx.Response, client: httpx.AsyncClient) -> HttpResponse:
+def _stream(response: httpx.Response, client: httpx.AsyncClient) -> StreamingHttpResponse:
     async def body():
         try:
             async for chunk in response.aiter_raw():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -14,7 +15,7 @@ from deployments import states
 from deployments.models import Deployment, Revision, RevisionLog
 
 
-def deployment_not_found(deployment_id) -> NotFound:
+def deployment_not_found(deployment_id: uuid.UUID | str) -> NotFound:
     return NotFound(f"Deployment ID {deployment_id} not found.")
 
 
@@ -41,6 +42,11 @@ def deployment_get(*, workspace: Workspace, deployment_id: uuid.UUID) -> Deploym
     if deployment is None:
         raise deployment_not_found(deployment_id)
     return deployment
+
+
+def deployment_find(*, tenant_id: uuid.UUID, deployment_id: uuid.UUID) -> Deployment | None:
+    """The deployment with this id in the workspace with this id, or None (any workspace: for the admin)."""
+    return Deployment.objects.filter(workspace_id=tenant_id, id=deployment_id).first()
 
 
 def revision_list(*, deployment: Deployment, statuses: list[str] | None = None) -> QuerySet[Revision]:
@@ -80,7 +86,7 @@ class LogQuery:
     query: str | None = None
 
 
-def log_page(*, revisions, params: LogQuery) -> tuple[list[RevisionLog], str | None]:
+def log_page(*, revisions: Iterable[Revision], params: LogQuery) -> tuple[list[RevisionLog], str | None]:
     """One page of log lines and the cursor for the next page.
 
     The cursor is the id of the last line returned: a follower polling with it sees only newer

@@ -1,8 +1,9 @@
-"""Request and response shapes of the control plane, as in LangSmith's OpenAPI spec.
+"""The control plane's shapes that several views share, as in LangSmith's OpenAPI spec.
 
-Every request field is nullable (real clients send explicit nulls) and unknown keys are ignored
+Each view in api.py, api_revision_logs.py and api_uploads.py nests the shapes only it uses. Every
+request field is nullable (real clients send explicit nulls) and unknown keys are ignored
 (langgraph-cli sends `revision_source` and `tracked_packages`). Secrets are write-only: responses
-carry their names.
+carry their names. Output serializers read models: a deployment, a revision, a log line.
 """
 
 from __future__ import annotations
@@ -10,14 +11,16 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from core.exception_handler import flatten_errors
 from core.exceptions import RequestValidationError
-from core.pagination import limit_field, offset_field
+from core.pagination import limit_field
+from core.rest_errors import flatten_errors
+from deployments import services
 from deployments.models import Deployment, RevisionLog
 from deployments.states import RevisionStatus
 
@@ -73,22 +76,22 @@ class TimestampField(serializers.Field):
 
 
 # --- requests -----------------------------------------------------------------------------------------------------
-class SecretInput(serializers.Serializer):
+class SecretInputSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=255, trim_whitespace=False)
     value = serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=65536)
 
 
-def _secrets_input():
-    # Not `SecretInput(many=True, allow_null=True)`: many=True hands allow_null to each item too, and
+def secrets_input():
+    # Not `SecretInputSerializer(many=True, allow_null=True)`: many=True hands allow_null to each item too, and
     # `"secrets": [null]` would then reach the service as a None secret. The list may be null; its items not.
-    return serializers.ListSerializer(child=SecretInput(), required=False, allow_null=True)
+    return serializers.ListSerializer(child=SecretInputSerializer(), required=False, allow_null=True)
 
 
 def _nullable_char(**kwargs):
     return serializers.CharField(required=False, allow_null=True, allow_blank=True, **kwargs)
 
 
-class SourceConfigInput(serializers.Serializer):
+class SourceConfigInputSerializer(serializers.Serializer):
     integration_id = serializers.UUIDField(required=False, allow_null=True)
     repo_url = _nullable_char(max_length=2048)
     deployment_type = serializers.ChoiceField(DEPLOYMENT_TYPES, required=False, allow_null=True)
@@ -106,7 +109,7 @@ class SourceConfigInput(serializers.Serializer):
         return value
 
 
-class SourceRevisionConfigInput(serializers.Serializer):
+class SourceRevisionConfigInputSerializer(serializers.Serializer):
     repo_ref = _nullable_char(max_length=255)
     langgraph_config_path = _nullable_char(max_length=1024)
     image_uri = _nullable_char(max_length=2048)
@@ -116,30 +119,6 @@ class SourceRevisionConfigInput(serializers.Serializer):
 @extend_schema_field({"type": "string", "minLength": 1, "maxLength": 128, "pattern": r"^(?!\s*$)[^\x00-\x1f]*$"})
 class DeploymentNameField(serializers.CharField):
     """A name without control characters (validate_name); DRF trims the edges."""
-
-
-class DeploymentCreateInput(serializers.Serializer):
-    name = DeploymentNameField(max_length=128)
-    source = serializers.ChoiceField(Deployment.Source.choices)
-    source_config = SourceConfigInput(required=False, allow_null=True)
-    source_revision_config = SourceRevisionConfigInput(required=False, allow_null=True)
-    secrets = _secrets_input()
-
-    def validate_name(self, value):
-        if any(ord(c) < 32 for c in value) or value != value.strip():
-            raise serializers.ValidationError("Input should be a name without control characters or edge spaces.")
-        return value
-
-
-class DeploymentPatchInput(serializers.Serializer):
-    name = serializers.CharField(max_length=128, required=False, allow_null=True)
-    source = serializers.ChoiceField(Deployment.Source.choices, required=False, allow_null=True)
-    source_config = SourceConfigInput(required=False, allow_null=True)
-    source_revision_config = SourceRevisionConfigInput(required=False, allow_null=True)
-    secrets = _secrets_input()
-    revision_source = serializers.ChoiceField(Deployment.Source.choices, required=False, allow_null=True)
-    tracked_packages = serializers.ListField(child=serializers.CharField(max_length=255), required=False,
-                                             allow_null=True, max_length=100)
 
 
 _UUID = r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
@@ -161,36 +140,8 @@ class RevisionStatusListField(serializers.CharField):
     pass
 
 
-class DeploymentListQuery(serializers.Serializer):
-    limit = limit_field(default=20, maximum=100)
-    offset = offset_field()
-    name = serializers.CharField(required=False, allow_blank=True)
-    name_contains = serializers.CharField(required=False, allow_blank=True)
-    status = serializers.ChoiceField(Deployment.Status.values, required=False)
-    deployment_type = serializers.ChoiceField(DEPLOYMENT_TYPES, required=False)
-    deployment_ids = UuidListField(required=False, allow_blank=True)
-
-    def validate_deployment_ids(self, value):
-        try:
-            return [uuid.UUID(part.strip()) for part in value.split(",") if part.strip()]
-        except ValueError:
-            raise serializers.ValidationError("Input should be a comma-separated list of UUIDs.") from None
-
-
-class RevisionListQuery(serializers.Serializer):
-    limit = limit_field(default=20, maximum=100)
-    offset = offset_field()
-    status = RevisionStatusListField(required=False, allow_blank=True)
-
-    def validate_status(self, value):
-        statuses = [part.strip() for part in value.split(",") if part.strip()]
-        unknown = [s for s in statuses if s not in RevisionStatus.values]
-        if unknown:
-            raise serializers.ValidationError(f"Input should be one of {', '.join(RevisionStatus.values)}.")
-        return statuses
-
-
-class LogParams(serializers.Serializer):
+# Which log lines to read: the body of the /v1 log endpoints, and the query of the /v2 one.
+class LogParamsSerializer(serializers.Serializer):
     limit = limit_field(default=50, maximum=1000)
     # The id of the last line seen (a cursor, not a count): any 64-bit id.
     offset = serializers.RegexField(r"^\d{1,19}$", required=False, allow_null=True)
@@ -199,7 +150,11 @@ class LogParams(serializers.Serializer):
     end_time = TimestampField(required=False, allow_null=True)
     level = serializers.ChoiceField(RevisionLog.Level.values, required=False, allow_null=True)
     query = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=1000)
+    # In the spec's log query, accepted and ignored: log lines here are not kept per chat run.
     run_id = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+
+    class Meta:
+        ref_name = "LogParams"
 
     def validate_offset(self, value):
         if value is not None and int(value) >= 2**63:
@@ -214,12 +169,10 @@ class LogParams(serializers.Serializer):
         return super().to_internal_value(data)
 
 
-class LogQuery(LogParams):
-    type = serializers.ChoiceField(RevisionLog.Type.values)
-
-
 # --- responses ----------------------------------------------------------------------------------------------------
-class SourceConfigOutput(serializers.Serializer):
+# (Comments, not docstrings, on serializers: a docstring would become the schema's description.)
+# A deployment's source_config as stored (a key never stored is null), its type, and the URL it is served at.
+class SourceConfigOutputSerializer(serializers.Serializer):
     integration_id = serializers.CharField(allow_null=True)
     repo_url = serializers.CharField(allow_null=True)
     deployment_type = serializers.CharField(allow_null=True)
@@ -231,70 +184,74 @@ class SourceConfigOutput(serializers.Serializer):
     install_command = serializers.CharField(allow_null=True)
     build_command = serializers.CharField(allow_null=True)
 
+    def to_representation(self, deployment: Deployment):
+        return super().to_representation({**deployment.source_config, "deployment_type": deployment.deployment_type,
+                                          "custom_url": services.custom_url(deployment)})
 
-class SourceRevisionConfigOutput(serializers.Serializer):
+
+class SourceRevisionConfigOutputSerializer(serializers.Serializer):
     repo_ref = serializers.CharField(allow_null=True)
     langgraph_config_path = serializers.CharField(allow_null=True)
     image_uri = serializers.CharField(allow_null=True)
     source_tarball_path = serializers.CharField(allow_null=True)
     repo_commit_sha = serializers.CharField(allow_null=True)
 
+    def get_attribute(self, instance):
+        # A deployment with no revision yet answers the object all the same, with every field null.
+        return super().get_attribute(instance) or {}
 
-class SecretNameOutput(serializers.Serializer):
-    name = serializers.CharField()
+
+class NotProvidedField(serializers.CharField):
+    """A field of the control plane's shape that this service has no value for (no images are built here)."""
+
+    def get_attribute(self, instance):
+        return None
 
 
-class DeploymentOutput(serializers.Serializer):
+class SecretNameOutputSerializer(serializers.Serializer):
+    name = serializers.CharField(source="*")
+
+
+class DeploymentOutputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
-    tenant_id = serializers.UUIDField()
+    tenant_id = serializers.UUIDField(source="workspace_id")
     name = serializers.CharField()
-    source = serializers.CharField()
-    source_config = SourceConfigOutput()
-    source_revision_config = SourceRevisionConfigOutput()
-    secrets = SecretNameOutput(many=True)
+    # DRF's metaclass takes declared fields off the class (the stubs see a clash with Field.source).
+    source = serializers.CharField()  # type: ignore[assignment]
+    source_config = SourceConfigOutputSerializer(source="*")
+    source_revision_config = SourceRevisionConfigOutputSerializer(source="latest_revision")
+    secrets = SecretNameOutputSerializer(many=True, source="secret_names")
     status = serializers.ChoiceField(Deployment.Status.values)
     latest_revision_id = serializers.UUIDField(allow_null=True)
     active_revision_id = serializers.UUIDField(allow_null=True)
-    image_version = serializers.CharField(allow_null=True)
+    image_version = NotProvidedField(allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
 
-class DeploymentsListOutput(serializers.Serializer):
-    resources = DeploymentOutput(many=True)
-    offset = serializers.IntegerField()
-
-
-class RevisionOutput(serializers.Serializer):
+class RevisionOutputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     status = serializers.ChoiceField(RevisionStatus.values)
-    source = serializers.CharField()
-    source_revision_config = SourceRevisionConfigOutput()
+    # DRF's metaclass takes declared fields off the class (the stubs see a clash with Field.source).
+    source = serializers.CharField()  # type: ignore[assignment]
+    source_revision_config = SourceRevisionConfigOutputSerializer(source="*")
 
 
-class RevisionsListOutput(serializers.Serializer):
-    resources = RevisionOutput(many=True)
-    offset = serializers.IntegerField()
+class EpochMillisecondsField(serializers.IntegerField):
+    def to_representation(self, value: Any) -> int:
+        """`value`: a datetime (IntegerField's own method takes an int, hence `Any`)."""
+        return int(value.timestamp() * 1000)
 
 
-class LogEntryOutput(serializers.Serializer):
+class LogEntryOutputSerializer(serializers.Serializer):
     id = serializers.CharField()
-    timestamp = serializers.IntegerField(help_text="Milliseconds since the epoch.")
+    timestamp = EpochMillisecondsField(help_text="Milliseconds since the epoch.")
     level = serializers.CharField()
     message = serializers.CharField()
 
 
-class LogsOutput(serializers.Serializer):
-    logs = LogEntryOutput(many=True)
+class LogsOutputSerializer(serializers.Serializer):
+    logs = LogEntryOutputSerializer(many=True)
     next_offset = serializers.CharField(allow_null=True)
-
-
-class UploadUrlInput(serializers.Serializer):
-    supports_upload_headers = serializers.BooleanField(required=False, allow_null=True)
-
-
-class UploadUrlOutput(serializers.Serializer):
-    upload_url = serializers.CharField()
-    object_path = serializers.CharField()

@@ -1,15 +1,19 @@
 """Writes for deployments and revisions: creation, patches, redeploys, interrupts, deletion, logs.
 
 Revision statuses change only through `revision_transition`; which change is legal is defined
-in `deployments.states`.
+in `deployments.states`. This module also holds the process's one runner (`get_runner`), which
+writes what it learns about a revision back through `_RunnerRecords`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
+import uuid
 from dataclasses import dataclass
+from functools import cache
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -22,8 +26,11 @@ from core.exceptions import BadRequest, Conflict
 from core.services import job_enqueue
 from deployments import runners, sources, states, uploads
 from deployments.models import Deployment, Revision, RevisionLog
+from deployments.processes import LineSink
 from deployments.states import RevisionStatus
 from tracing.services import project_get_or_create
+
+log = logging.getLogger("deployments.services")
 
 _SECRET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
 MAX_SECRETS = 200
@@ -92,7 +99,7 @@ def deployment_create(*, workspace: Workspace, name: str, source: str, source_co
         replay = _idempotent_replay(workspace, idempotency_key, _fingerprint(request))
         if replay:
             return CreateResult(replay, created=False)
-    runners.get_runner().require(source)
+    get_runner().require(source)
     secrets = _secrets_clean(secrets or [])
     config = _revision_config(source, {}, source_revision_config)
     if source == Deployment.Source.GITHUB:
@@ -124,7 +131,8 @@ def _idempotent_replay(workspace: Workspace, key: str, fingerprint: str) -> Depl
     return existing
 
 
-def _deployment_insert(workspace, name, source, source_config, secrets, idempotency_key, fingerprint) -> Deployment:
+def _deployment_insert(workspace: Workspace, name: str, source: str, source_config: dict, secrets: list[dict],
+                       idempotency_key: str | None, fingerprint: str) -> Deployment:
     stored_config = {k: v for k, v in source_config.items() if k != "custom_url" and v is not None}
     deployment = Deployment(workspace=workspace, name=name, source=source, source_config=stored_config,
                             deployment_type=source_config.get("deployment_type"),
@@ -161,7 +169,8 @@ def _source_complete(deployment: Deployment, config: dict) -> bool:
     return True
 
 
-def _revision_create(deployment: Deployment, config: dict, *, resource_spec=None, tracked_packages=None) -> Revision:
+def _revision_create(deployment: Deployment, config: dict, *, resource_spec: dict | None = None,
+                     tracked_packages: list | None = None) -> Revision:
     """Add a revision, skip the ones it supersedes, and queue its build (in the caller's transaction)."""
     if deployment.source == Deployment.Source.INTERNAL_SOURCE:
         uploads.require_object(deployment, config["source_tarball_path"])
@@ -204,7 +213,7 @@ def deployment_update(*, deployment: Deployment, data: dict) -> Deployment:
             _secrets_set(deployment, _secrets_clean(secrets))
         deployment.save()
         if needs_revision:
-            runners.get_runner().require(deployment.source)
+            get_runner().require(deployment.source)
             config = _revision_config(deployment.source, _latest_config(deployment), revision_changes)
             if not _source_complete(deployment, config):
                 raise BadRequest("source_tarball_path is required: upload the source with "
@@ -241,7 +250,7 @@ def revision_redeploy(*, deployment: Deployment, revision: Revision) -> Deployme
     """Build and deploy `revision`'s source again, as a new revision with the deployment's current secrets."""
     if deployment.status == Deployment.Status.AWAITING_DELETE:
         raise Conflict(f"Deployment ID {deployment.id} is being deleted.")
-    runners.get_runner().require(deployment.source)
+    get_runner().require(deployment.source)
     config = {field: getattr(revision, field) for field in REVISION_FIELDS}
     with transaction.atomic():
         _revision_create(deployment, config, resource_spec=revision.resource_spec,
@@ -343,10 +352,46 @@ def log_append(*, revision: Revision, type: str, lines: list[str], level: str = 
     )
 
 
-def log_append_batch(*, revision_id, type: str, entries: list[tuple[str, str]]) -> None:
+def log_append_batch(*, revision_id: uuid.UUID, type: str, entries: list[tuple[str, str]]) -> None:
     """Append (level, message) pairs, e.g. a subprocess's output."""
     now = timezone.now()
     RevisionLog.objects.bulk_create(
         [RevisionLog(revision_id=revision_id, type=type, level=level, message=message, timestamp=now)
          for level, message in entries]
     )
+
+
+def revision_log_sink(*, revision_id: uuid.UUID, type: str) -> LineSink:
+    """A sink for a revision's build or deploy log that drops what it cannot write instead of raising.
+
+    Steps write through it, and so does the thread copying a server's output, which must never die:
+    the revision may have been deleted with its deployment meanwhile, or the database be briefly away.
+    """
+    def write(batch: list[tuple[str, str]]) -> None:
+        try:
+            log_append_batch(revision_id=revision_id, type=type, entries=batch)
+        except Exception as exc:
+            log.info("dropped %d %s log lines of revision %s (%s)", len(batch), type, revision_id,
+                     exc.__class__.__name__)
+
+    return LineSink(write)
+
+
+class _RunnerRecords(runners.RevisionRecords):
+    """What the runner learns about a revision, written through the services above."""
+
+    def commit_set(self, *, revision: Revision, sha: str) -> None:
+        revision_commit_set(revision=revision, sha=sha)
+
+    def serving_set(self, *, revision: Revision, host: str = "", port: int | None = None, pid: int | None = None,
+                    token: str = "") -> None:
+        revision_serving_set(revision=revision, host=host, port=port, pid=pid, token=token)
+
+    def log_sink(self, *, revision_id: uuid.UUID, type: str) -> LineSink:
+        return revision_log_sink(revision_id=revision_id, type=type)
+
+
+@cache
+def get_runner() -> runners.Runner:
+    """The process's one runner: the local runner keeps its child processes in memory."""
+    return runners.create_runner(_RunnerRecords())

@@ -44,7 +44,7 @@ from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 from core import egress
 from core.exceptions import BadRequest
 from exports import logredact
-from exports.errors import NotS3Endpoint, classify
+from exports.storage_errors import NotS3Endpoint, classify
 
 ADDRESSING_STYLES = ("auto", "virtual", "path")
 US_EAST_1_ENDPOINTS = ("regional", "legacy")
@@ -323,7 +323,7 @@ def _credential_kwargs(credentials: S3Credentials | None) -> dict:
 def _s3_options(config: S3Config) -> dict:
     # An endpoint that already names the bucket must not get it again in the host.
     style = "path" if not config.include_bucket_in_prefix else config.addressing_style
-    options = {"addressing_style": style}
+    options: dict[str, str | bool] = {"addressing_style": style}
     if config.payload_signing_enabled is not None:
         options["payload_signing_enabled"] = config.payload_signing_enabled
     if config.us_east_1_regional_endpoint:

@@ -10,5 +10,9 @@ for extra in scripts/test-deps.d/*.sh; do
   [ -e "$extra" ] && bash "$extra"
 done
 .venv/bin/ruff check .
+# The layers and independence contracts of pyproject.toml ([tool.importlinter], docs/architecture.md).
+.venv/bin/lint-imports
+# Type checking with django-stubs ([tool.mypy] in pyproject.toml); incremental, with its cache in .mypy_cache.
+.venv/bin/mypy
 # PYTEST_WORKERS test processes (2; 0 runs everything in this one), one test module per process at a time.
 exec .venv/bin/python -m pytest --durations=10 -n "${PYTEST_WORKERS:-2}" --dist loadfile "$@"

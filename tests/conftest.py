@@ -1,4 +1,12 @@
-"""Shared fixtures: workspaces and API clients for an owner and an outsider, live processes, S3."""
+"""Shared fixtures: workspaces and API clients for an owner and an outsider, live processes, S3.
+
+How tests/ names its files: tests are `test_<subject>.py`, fixtures live in `conftest.py`, and every other module a
+test imports is a helper named `support_<topic>.py` (tests/support_processes.py, tests/chat/support_chat.py, ...), so
+helpers sort together and never look like tests. Only modules that another program loads by a name we hand it are
+named for that role instead: `disk_full_settings.py` (DJANGO_SETTINGS_MODULE), `error_urls.py` (a URLconf for
+`pytest.mark.urls`), `fuzz_hooks.py` (SCHEMATHESIS_HOOKS), `chat/graphs.py` (a CHAT_GRAPH spec), the LangGraph project
+under agentserver/project/ (its langgraph.json names ./graphs.py), and the JS clients under js/.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +16,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from accounts.services import api_key_create, workspace_create
-from tests.s3 import S3Server
-from tests.support import ChildProcess, LiveServer
+from tests.support_processes import ChildProcess, LiveServer, server_fixture
+from tests.support_s3 import S3Server
 
 
 @pytest.fixture(autouse=True)
@@ -84,11 +92,7 @@ def start_process(transactional_db, tmp_path):
         child.stop()
 
 
-@pytest.fixture(scope="session")
-def s3_server():
-    server = S3Server()
-    yield server
-    server.stop()
+s3_server = server_fixture(S3Server)
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.contrib.messages import get_messages
 
 from accounts.models import ApiKey
@@ -11,13 +10,6 @@ from accounts.selectors import api_key_authenticate
 from accounts.services import api_key_create
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_client(client):
-    user = get_user_model().objects.create_superuser("root", "", "pw-for-tests")
-    client.force_login(user)
-    return client
 
 
 def test_the_admin_creates_a_key_and_shows_its_secret_once(admin_client, workspace):
@@ -48,3 +40,11 @@ def test_the_admin_revokes_keys(admin_client, workspace):
 def test_admin_pages_stay_html(admin_client):
     response = admin_client.get("/admin/")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/html")
+
+
+def test_admin_pages_link_the_sites_icon_which_is_served(client):
+    html = client.get("/admin/login/").content.decode()
+    assert '<link rel="icon" href="/favicon.ico" sizes="any">' in html
+    assert 'href="/static/core/favicon.svg" type="image/svg+xml"' in html
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon["Content-Type"] == "image/x-icon"

@@ -15,17 +15,12 @@ from chat.selectors import run_list_stale
 from core.models import Job
 from deployments.models import Deployment, Revision
 from deployments.selectors import revision_list_failed
-from exports.export_selectors import FAILING_EXPORT_DAYS, export_list_failing, run_list_stuck
-from exports.models import BulkExport, BulkExportRun, Destination
+from exports.bulk_exports.models import BulkExport, BulkExportRun
+from exports.bulk_exports.selectors import FAILING_EXPORT_DAYS, export_list_failing, export_run_list_stuck
+from exports.destinations.models import Destination
 from tracing.models import TracingProject
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_client(client):
-    client.force_login(get_user_model().objects.create_superuser("root", "", "pw-for-tests"))
-    return client
 
 
 @pytest.fixture
@@ -46,7 +41,7 @@ def export_of(workspace):
     return make
 
 
-def test_failing_exports_are_recent_failures_and_unfinished_ones_with_a_failed_run(export_of):
+def test_failing_exports_are_recent_failures_and_unfinished_ones_with_a_failed_export_run(export_of):
     now = timezone.now()
     recent = export_of("Failed", now - timedelta(hours=1))
     timed_out = export_of("TimedOut", now - timedelta(days=1))
@@ -57,17 +52,17 @@ def test_failing_exports_are_recent_failures_and_unfinished_ones_with_a_failed_r
     assert set(export_list_failing()) == {recent, timed_out, going_badly}
 
 
-def test_stuck_runs_are_unfinished_runs_whose_job_is_gone_ended_or_past_its_lease(export_of):
+def test_stuck_export_runs_are_unfinished_ones_whose_job_is_gone_ended_or_past_its_lease(export_of):
     now = timezone.now()
     export = export_of("Running", runs=["Running"] * 5 + ["Created"])
-    runs = list(export.runs.all())
+    runs = list(export.export_runs.all())
     expired = Job.objects.create(kind="exports.run", status="running", lease_expires_at=now - timedelta(minutes=1))
     leased = Job.objects.create(kind="exports.run", status="running", lease_expires_at=now + timedelta(minutes=10))
     queued = Job.objects.create(kind="exports.run", status="queued")
     failed = Job.objects.create(kind="exports.run", status="failed")
     for run, job_id in zip(runs, [expired.id, leased.id, queued.id, failed.id, uuid.uuid4(), None], strict=True):
         BulkExportRun.objects.filter(id=run.id).update(job_id=job_id)
-    assert set(run_list_stuck().values_list("id", flat=True)) == {runs[0].id, runs[3].id, runs[4].id}
+    assert set(export_run_list_stuck().values_list("id", flat=True)) == {runs[0].id, runs[3].id, runs[4].id}
 
 
 def test_a_failed_revision_counts_only_while_it_is_the_latest(workspace):

@@ -4,7 +4,7 @@ terminal event, and trace ingestion answers 503 without acknowledging anything i
 recovers once there is space again.
 
 On SQLite the database file really sits on a small tmpfs that the test fills (when this process may mount one);
-everywhere, the same checks also run with the driver's own disk-full error injected (tests/disk_full.py).
+everywhere, the same checks also run with the driver's own disk-full error injected (tests/support_disk_full.py).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from django.db import connection
 from langsmith import Client
 
 from accounts.services import api_key_create, workspace_create
-from tests.chat.chat_support import CHAT_ENV, SseReader, command, is_root_terminal
-from tests.disk_full import POSTGRES_MESSAGE, SQLITE_MESSAGE, writes_refused
-from tests.support import LiveServer
+from tests.chat.support_chat import CHAT_ENV, SseReader, command, is_root_terminal
+from tests.support_disk_full import POSTGRES_MESSAGE, SQLITE_MESSAGE, writes_refused
+from tests.support_processes import LiveServer
 
 EVENTS_GRAPH = {"CHAT_GRAPH": "tests/chat/graphs.py:events_graph"}
 BOUND_SECONDS = 60  # generous bounds for things that take well under a second when the machine is idle

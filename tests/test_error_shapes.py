@@ -126,7 +126,7 @@ def test_an_unexpected_exception_is_a_bare_500(api_client, monkeypatch):
     assert response.json() == {"detail": "Internal Server Error"}
 
 
-@pytest.mark.urls("tests.error_views")
+@pytest.mark.urls("tests.error_urls")
 @pytest.mark.parametrize("name, status", [("BadRequest", 400), ("PermissionDenied", 403), ("NotFound", 404),
                                           ("Conflict", 409), ("PayloadTooLarge", 413)])
 def test_domain_errors_become_detail_bodies_with_their_status(client, name, status):

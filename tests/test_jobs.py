@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 import time
 from datetime import timedelta
@@ -11,7 +12,7 @@ from django.utils import timezone
 
 from core import services
 from core.models import Job, PeriodicLease
-from core.registry import HANDLERS, Handler, Periodic, RetryLater
+from core.registry import HANDLERS, PERIODICS, Handler, Periodic, RetryLater
 from core.worker import Worker
 
 pytestmark = pytest.mark.django_db
@@ -93,6 +94,45 @@ def test_a_periodic_job_runs_once_per_interval_across_workers(monkeypatch):
     lease = PeriodicLease.objects.get(name="test.tick")
     assert lease.next_run_at > timezone.now() + timedelta(minutes=59)
     assert lease.lease_owner == ""
+
+
+def test_a_periodic_job_that_changes_nothing_logs_only_at_debug(monkeypatch, caplog):
+    idle = Periodic("test.idle", 3600, lambda: list(Job.objects.filter(status=Job.Status.QUEUED)))
+    monkeypatch.setattr("core.worker.PERIODICS", {"test.idle": idle})
+    with caplog.at_level(logging.DEBUG, logger="core.worker"):
+        assert Worker().run_due_periodics() is True
+    assert [r.levelno for r in caplog.records] == [logging.DEBUG, logging.DEBUG]
+    assert "periodic end name=test.idle status=done rows_changed=0" in caplog.records[-1].getMessage()
+
+
+def test_a_periodic_job_that_changes_rows_or_fails_logs_its_end_at_info(monkeypatch, caplog):
+    def enqueue_two():
+        services.job_enqueue(kind="core.noop")
+        services.job_enqueue(kind="core.noop")
+
+    def broken():
+        raise ValueError("broken")
+
+    monkeypatch.setattr("core.worker.PERIODICS", {"test.busy": Periodic("test.busy", 3600, enqueue_two),
+                                                  "test.broken": Periodic("test.broken", 3600, broken)})
+    with caplog.at_level(logging.INFO, logger="core.worker"):
+        Worker().run_due_periodics()
+    ends = [r.getMessage() for r in caplog.records if r.getMessage().startswith("periodic end")]
+    assert ends[0].startswith("periodic end name=test.busy status=done rows_changed=2 ")
+    assert ends[1].startswith("periodic end name=test.broken status=failed rows_changed=0 ")
+
+
+@pytest.mark.live
+def test_an_idle_worker_logs_nothing_about_its_periodic_jobs_at_info(start_process):
+    worker = start_process("run_worker", env={"LOG_LEVEL": "INFO"})
+    finished = PeriodicLease.objects.filter(name__in=list(PERIODICS), last_finished_at__isnull=False, lease_owner="")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and finished.count() < len(PERIODICS):  # all are due at the start
+        time.sleep(0.2)
+    assert finished.count() == len(PERIODICS)
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.process.wait(15) == 0
+    assert "periodic" not in worker.output()
 
 
 @pytest.mark.live

@@ -6,7 +6,7 @@ import pytest
 from django.http import QueryDict
 from drf_spectacular.settings import spectacular_settings
 
-from deployments.serializers import LogParams
+from deployments.serializers import LogParamsSerializer
 
 PUBLIC = {("get", "/info"), ("get", "/api/v1/info"), ("get", "/v2/auth/start/{auth_id}"),
           ("get", "/v2/auth/callback/{provider_id}"), ("put", "/v2/deployments/uploads/{object_path}")}
@@ -97,13 +97,14 @@ def test_a_json_number_for_a_text_field_is_a_422_not_its_text(api_client):
 
 @pytest.mark.parametrize("value", [False, True, -1, "-5", "1e3"])
 def test_a_log_time_is_a_date_time_or_non_negative_epoch_milliseconds(value):
-    assert not LogParams(data={"end_time": value}).is_valid()
-    assert LogParams(data={"end_time": 0}).is_valid() and LogParams(data={"end_time": "1.0"}).is_valid()
-    assert LogParams(data={"end_time": "2026-01-01T00:00:00Z"}).is_valid()
+    assert not LogParamsSerializer(data={"end_time": value}).is_valid()
+    assert LogParamsSerializer(data={"end_time": 0}).is_valid()
+    assert LogParamsSerializer(data={"end_time": "1.0"}).is_valid()
+    assert LogParamsSerializer(data={"end_time": "2026-01-01T00:00:00Z"}).is_valid()
 
 
 def test_an_empty_log_query_value_is_not_given(db):
-    params = LogParams(data=QueryDict("order=&limit=&level="))
+    params = LogParamsSerializer(data=QueryDict("order=&limit=&level="))
     assert params.is_valid(), params.errors
     assert params.validated_data["order"] == "asc" and params.validated_data["limit"] == 50
 

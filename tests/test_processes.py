@@ -8,11 +8,13 @@ import signal
 import subprocess
 import sys
 import time
+from io import StringIO
 
 import httpx
 import pytest
 
-from tests.support import BASE_DIR, free_port, wait_for_http
+from tests.deployments.support_projects import make_project, tarball
+from tests.support_processes import BASE_DIR, ChildProcess, free_port, wait_for_http
 
 pytestmark = [pytest.mark.live, pytest.mark.no_postgres_pass]
 
@@ -49,6 +51,40 @@ def test_serve_sets_up_serves_supervises_and_stops_cleanly(tmp_path):
     assert "stopped" in log_path.read_text()
 
 
+def test_serve_on_any_port_hands_out_upload_urls_on_that_port_when_public_base_url_is_unset(
+        transactional_db, api_client, tmp_path):
+    port = free_port()
+    serve = ChildProcess("serve", "--port", str(port), "--workers", "0", "--no-setup", log_path=tmp_path / "serve.log",
+                         env={"PUBLIC_BASE_URL": "", "DEPLOY_ROOT": str(tmp_path / "deploy-root")}).start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{base}/healthz", process=serve.process, describe=serve.output, timeout=90)
+        headers = {"X-Api-Key": api_client.raw_key, "X-Tenant-Id": str(api_client.workspace.id)}
+        deployment = httpx.post(f"{base}/v2/deployments", headers=headers, json={
+            "name": "any-port", "source": "internal_source", "source_config": {}, "source_revision_config": {}})
+        assert deployment.status_code == 201, deployment.text
+        assert deployment.json()["source_config"]["custom_url"] == f"{base}/deployments/{deployment.json()['id']}"
+        upload = httpx.post(f"{base}/v2/deployments/{deployment.json()['id']}/upload-url", headers=headers, json={})
+        assert upload.json()["upload_url"].startswith(f"{base}/v2/deployments/uploads/")
+        put = httpx.put(upload.json()["upload_url"], content=tarball(make_project(tmp_path / "project")),
+                        headers={"Content-Type": "application/gzip"})
+        assert put.status_code == 200, put.text
+    finally:
+        assert serve.stop() == 0
+
+
+@pytest.mark.parametrize("environ, host, url", [
+    ({}, "0.0.0.0", "http://127.0.0.1:8123"),
+    ({}, "::", "http://[::1]:8123"),
+    ({"PUBLIC_BASE_URL": ""}, "192.0.2.7", "http://192.0.2.7:8123"),
+    ({"PUBLIC_BASE_URL": "https://agents.example.com"}, "127.0.0.1", "https://agents.example.com"),
+])
+def test_serve_gives_its_children_a_public_base_url_that_reaches_it_unless_one_is_set(environ, host, url):
+    from core.management.commands.serve import children_environment
+
+    assert children_environment({"PATH": "/bin", **environ}, host, 8123) == {"PATH": "/bin", "PUBLIC_BASE_URL": url}
+
+
 def test_serve_reuses_the_demo_key_on_the_next_start(tmp_path):
     env = {**os.environ, "DATA_DIR": str(tmp_path), "DATABASE_URL": ""}
     env.pop("TEST_DB_SUFFIX", None)
@@ -61,6 +97,25 @@ def test_serve_reuses_the_demo_key_on_the_next_start(tmp_path):
                              cwd=BASE_DIR, env=env, capture_output=True, text=True, check=True)
         keys.append(json.loads(out.stdout.strip().splitlines()[-1]))
     assert keys[0] == keys[1]
+
+
+@pytest.mark.django_db
+def test_serve_runs_the_setups_the_apps_registered_and_core_imports_none_of_them(settings, tmp_path):
+    from core.management.commands.serve import Command
+    from core.registry import SERVE_SETUPS
+
+    settings.DATA_DIR = tmp_path
+    out = StringIO()
+    Command(stdout=out)._setup()
+    assert list(SERVE_SETUPS) == ["accounts.demo_credentials", "accounts.admin_user"]
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "Database migrated."
+    assert lines[1].startswith("Demo workspace: demo (") and lines[2].startswith("Demo API key:   lgk_")
+    assert lines[3].startswith("Admin user:     admin / ")
+    apps = "accounts|agentauth|agentserver|chat|config|deployments|exports|tracing"
+    core_imports = subprocess.run(["grep", "-rlE", rf"^\s*(from|import) ({apps})\b", "core"], cwd=BASE_DIR,
+                                  capture_output=True, text=True).stdout
+    assert core_imports == ""
 
 
 def _child_pid(parent: int, needle: str) -> int | None:

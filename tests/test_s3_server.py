@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.s3 import allow
+from tests.support_s3 import allow
 
 pytestmark = pytest.mark.no_postgres_pass
 

@@ -21,8 +21,8 @@ import pytest
 from django.conf import settings
 
 from accounts.services import api_key_create, workspace_create
-from tests.deployments.support import make_project, tarball
-from tests.support import BASE_DIR, LiveServer, child_env
+from tests.deployments.support_projects import make_project, tarball
+from tests.support_processes import BASE_DIR, LiveServer, child_env
 
 pytestmark = [pytest.mark.live]
 

@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from accounts.models import ApiKey
-from tests.support import BASE_DIR, LiveServer
+from tests.support_processes import BASE_DIR, LiveServer
 
 FERNET_KEY = "uoGoiBF1arfeYZs3TKNQXxvDIPCcx_RQOnSEXdz3XL0="
 
@@ -31,6 +31,39 @@ def test_without_an_encryption_key_and_debug_off_the_service_refuses_to_start_in
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == ["Refusing to start: FIELD_ENCRYPTION_KEY must be set when DEBUG "
                                                   "is off."]
+
+
+@pytest.mark.no_postgres_pass
+@pytest.mark.parametrize("variable, value, line", [
+    ("DEBUG", "maybe", "DEBUG must be true or false, not 'maybe'."),
+    ("JSON_BODY_MAX_BYTES", "1MB", "JSON_BODY_MAX_BYTES must be a whole number, not '1MB'."),
+    ("WORKER_POLL_SECONDS", "soon", "WORKER_POLL_SECONDS must be a number, not 'soon'."),
+    ("CHAT_SSE_HEARTBEAT_SECONDS", "inf", "CHAT_SSE_HEARTBEAT_SECONDS must be a number, not 'inf'."),
+    ("CHAT_RUN_EXECUTOR", "gpu", "CHAT_RUN_EXECUTOR must be one of web, worker, not 'gpu'."),
+    ("LOG_LEVEL", "verbose", "LOG_LEVEL must be one of CRITICAL, FATAL, ERROR, WARN, WARNING, INFO, DEBUG, NOTSET, "
+                             "not 'verbose'."),
+    ("THROTTLE_RATES", "default", "THROTTLE_RATES must be a comma-separated list of name=value pairs, not 'default'."),
+    ("THROTTLE_RATES", "default=fast", "THROTTLE_RATES must give each scope a rate such as 600/min, not "
+                                       "default='fast'."),
+    ("DATABASE_URL", "mysqlx://u:secret@h/db", "DATABASE_URL is not a database URL (Scheme 'mysqlx://' is unknown)."),
+])
+def test_a_variable_that_cannot_be_read_stops_the_service_with_one_line_naming_it(tmp_path, variable, value, line):
+    env = {"DATA_DIR": str(tmp_path), "SECRET_KEY": "x" * 60, "FIELD_ENCRYPTION_KEY": FERNET_KEY, variable: value}
+    result = run_manage("check", env=env)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [f"Refusing to start: {line}"]
+
+
+@pytest.mark.no_postgres_pass
+def test_an_empty_variable_takes_its_default(tmp_path):
+    empty = {name: "" for name in ("DEBUG", "JSON_BODY_MAX_BYTES", "WORKER_POLL_SECONDS", "CHAT_RUN_EXECUTOR",
+                                   "LOG_LEVEL", "THROTTLE_RATES")}
+    code = ("from django.conf import settings as s; print(s.DEBUG, s.JSON_BODY_MAX_BYTES, s.WORKER_POLL_SECONDS, "
+            "s.CHAT_RUN_EXECUTOR, s.LOG_LEVEL, s.THROTTLE_RATES['default'])")
+    result = run_manage("shell", "-c", code, env={"DATA_DIR": str(tmp_path), "SECRET_KEY": "x" * 60,
+                                                  "FIELD_ENCRYPTION_KEY": FERNET_KEY, **empty})
+    printed = result.stdout.splitlines()[-1].split()
+    assert printed == ["True", str(1024 * 1024), "1.0", "web", "INFO", "600/min"], result.stderr
 
 
 @pytest.mark.no_postgres_pass

@@ -21,7 +21,7 @@ class TracingProjectAdmin(ReadOnlyAdmin):
     list_filter = ["workspace"]
     list_select_related = ["workspace"]
     search_fields = ["name", "=id"]
-    fields = ["id", "name", "workspace", "created_at", "runs_link"]
+    fields = ("id", "name", "workspace", "created_at", "runs_link")
     readonly_fields = fields
 
     short = id_column("id", "id")
@@ -34,9 +34,26 @@ class TracingProjectAdmin(ReadOnlyAdmin):
         return format_html('<a href="{}">runs</a>', url)
 
 
-def _pretty_json(value) -> str:
-    return format_html("<pre style='white-space: pre-wrap; max-height: 40em; overflow: auto'>{}</pre>",
-                       json.dumps(value, indent=2, sort_keys=True, default=str))
+def _json_field(field: str):
+    """A read-only field of the run page showing the JSON `field` indented, in a scrolling box."""
+
+    @admin.display(description=field)
+    def pretty(self, obj):
+        return format_html("<pre style='white-space: pre-wrap; max-height: 40em; overflow: auto'>{}</pre>",
+                           json.dumps(getattr(obj, field), indent=2, sort_keys=True, default=str))
+
+    return pretty
+
+
+# The run page's sections: a title (None for the first) and the fields it shows.
+_RUN_SECTIONS: list[tuple[str | None, tuple[str, ...]]] = [
+    (None, ("id", "name", "run_type", "status", "session", "workspace", "start_time", "end_time", "first_token_time",
+            "error_text")),
+    ("Trace", ("tree", "trace_id", "parent_run_id", "dotted_order", "is_root", "trace_tier")),
+    ("Data", ("inputs_json", "outputs_json", "extra_json", "events_json", "tags", "reference_example_id",
+              "feedback_stats")),
+    ("Usage", ("total_tokens", "prompt_tokens", "completion_tokens", "total_cost", "prompt_cost", "completion_cost")),
+]
 
 
 @admin.register(Run)
@@ -49,16 +66,8 @@ class RunAdmin(ReadOnlyAdmin):
     date_hierarchy = "start_time"
     # Counting every run for the pagination line is a full scan on a large store.
     show_full_result_count = False
-    fieldsets = [
-        (None, {"fields": ["id", "name", "run_type", "status", "session", "workspace", "start_time", "end_time",
-                           "first_token_time", "error_text"]}),
-        ("Trace", {"fields": ["tree", "trace_id", "parent_run_id", "dotted_order", "is_root", "trace_tier"]}),
-        ("Data", {"fields": ["inputs_json", "outputs_json", "extra_json", "events_json", "tags",
-                             "reference_example_id", "feedback_stats"]}),
-        ("Usage", {"fields": ["total_tokens", "prompt_tokens", "completion_tokens", "total_cost", "prompt_cost",
-                              "completion_cost"]}),
-    ]
-    readonly_fields = [name for _, options in fieldsets for name in options["fields"]]
+    fieldsets = [(title, {"fields": names}) for title, names in _RUN_SECTIONS]
+    readonly_fields = [name for _, names in _RUN_SECTIONS for name in names]
 
     started = ago_column("start_time", "started")
 
@@ -87,18 +96,7 @@ class RunAdmin(ReadOnlyAdmin):
         return format_html("<div>{}</div>{}", format_html_join(
             "", '<div style="margin-left: {}em; font-weight: {}"><a href="{}">{}</a></div>', rows), more)
 
-    @admin.display(description="inputs")
-    def inputs_json(self, obj):
-        return _pretty_json(obj.inputs)
-
-    @admin.display(description="outputs")
-    def outputs_json(self, obj):
-        return _pretty_json(obj.outputs)
-
-    @admin.display(description="extra")
-    def extra_json(self, obj):
-        return _pretty_json(obj.extra)
-
-    @admin.display(description="events")
-    def events_json(self, obj):
-        return _pretty_json(obj.events)
+    inputs_json = _json_field("inputs")
+    outputs_json = _json_field("outputs")
+    extra_json = _json_field("extra")
+    events_json = _json_field("events")

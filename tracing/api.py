@@ -12,9 +12,10 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.exception_handler import database_unavailable, flatten_errors
+from core.exception_handler import database_unavailable
 from core.exceptions import RequestValidationError
 from core.pagination import limit_field, offset_field
+from core.rest_errors import flatten_errors
 from tracing import selectors, services, wire
 from tracing.timing import Stopwatch
 from tracing.validation import run_op_from_wire

@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,6 +24,7 @@ from django.utils import timezone
 
 from accounts.models import Workspace
 from core.exceptions import RequestValidationError
+from core.rest_errors import validation_item
 from tracing import storage
 from tracing.models import Run, TracingProject
 from tracing.timing import Stopwatch
@@ -87,7 +89,7 @@ def runs_ingest(*, workspace: Workspace, ops: list[RunOp], default_project: str 
 
 
 @contextmanager
-def _write_lock(stopwatch: Stopwatch):
+def _write_lock(stopwatch: Stopwatch) -> Iterator[None]:
     # SQLite has one writer at a time, and a writer that finds the database locked sleeps in
     # growing steps (its busy timeout). Queuing this process's ingestion writes on a lock first
     # hands the database over without those sleeps. PostgreSQL writes concurrently.
@@ -116,14 +118,14 @@ def _apply_ops(workspace: Workspace, ops: list[RunOp], default_project: str) -> 
     created: dict[uuid.UUID, SimpleNamespace] = {}
     changed: dict[uuid.UUID, Run] = {}
     for op in ops:
-        run = created.get(op.id) or existing.get(op.id)
-        if run is None:
-            run = _new_run(workspace, op, projects, default_project, known_orders, errors)
-            if run is not None:
-                created[op.id] = run
-                known_orders[op.id] = run.dotted_order
-        elif _merge(run, op) and op.id not in created:
-            changed[op.id] = run
+        if op.id in created:
+            _merge(created[op.id], op)
+        elif op.id in existing:
+            if _merge(existing[op.id], op):
+                changed[op.id] = existing[op.id]
+        elif (new_run := _new_run(workspace, op, projects, default_project, known_orders, errors)) is not None:
+            created[op.id] = new_run
+            known_orders[op.id] = new_run.dotted_order
     if errors:
         raise RequestValidationError(errors)
     now = timezone.now()
@@ -150,8 +152,8 @@ def _projects_for(workspace: Workspace, ops: list[RunOp], default_project: str, 
         projects.update({p.id: p for p in TracingProject.objects.filter(workspace=workspace, id__in=ids)})
     for op in ops:
         if op.session_id is not None and op.session_id not in projects:
-            errors.append({"loc": [*op.loc, "session_id"], "msg": f"Tracing project {op.session_id} not found.",
-                           "type": "value_error"})
+            errors.append(validation_item([*op.loc, "session_id"], f"Tracing project {op.session_id} not found.",
+                                          "value_error"))
     return projects
 
 
@@ -188,8 +190,8 @@ def _new_run(workspace: Workspace, op: RunOp, projects: dict, default_project: s
     missing = [name for name in ("name", "run_type") if name not in fields]
     if missing:
         # Only a patch gets here: the SDK may send a run's patch before its post.
-        errors.append({"loc": op.loc, "msg": f"Run {op.id} does not exist yet; a patch that creates it must carry "
-                       f"{' and '.join(missing)}.", "type": "value_error"})
+        errors.append(validation_item(op.loc, f"Run {op.id} does not exist yet; a patch that creates it must carry "
+                                      f"{' and '.join(missing)}.", "value_error"))
         return None
     if "start_time" not in fields:
         fields["start_time"] = timezone.now()
@@ -210,16 +212,16 @@ def _place_without_dotted_order(op: RunOp, known_orders: dict, errors: list) -> 
     parent_id = fields.get("parent_run_id")
     if parent_id is None:
         if fields.get("trace_id", op.id) != op.id:
-            errors.append({"loc": [*op.loc, "trace_id"], "msg": "A run without a parent is its own trace: "
-                           "trace_id must equal id (or send dotted_order).", "type": "value_error"})
+            errors.append(validation_item([*op.loc, "trace_id"], "A run without a parent is its own trace: "
+                                          "trace_id must equal id (or send dotted_order).", "value_error"))
             return False
         fields["dotted_order"] = segment
         set_tree_fields(fields, [op.id])
         return True
     parent_order = known_orders.get(parent_id)
     if parent_order is None:
-        errors.append({"loc": [*op.loc, "parent_run_id"], "msg": f"Parent run {parent_id} not found; send the "
-                       "parent first or send dotted_order and trace_id.", "type": "value_error"})
+        errors.append(validation_item([*op.loc, "parent_run_id"], f"Parent run {parent_id} not found; send the "
+                                      "parent first or send dotted_order and trace_id.", "value_error"))
         return False
     fields["dotted_order"] = f"{parent_order}.{segment}"
     set_tree_fields(fields, [segment_id for _, segment_id in parse_dotted_order(fields["dotted_order"])])

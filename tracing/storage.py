@@ -18,12 +18,20 @@ from operator import itemgetter
 
 import orjson
 from django.db import connection
+from django.db.models import Field
 
 from tracing.models import Run
 
 COLUMNS = [field for field in Run._meta.concrete_fields]
 ATTNAMES = [field.attname for field in COLUMNS]
 _row_values = itemgetter(*ATTNAMES)
+
+
+def _column(field: Field) -> str:
+    """A concrete field's column name (only fields without one, such as many-to-many, have None)."""
+    if field.column is None:
+        raise TypeError(f"{field} has no column")
+    return field.column
 
 
 def _json_text(value) -> str:
@@ -79,7 +87,7 @@ def runs_insert(rows: list[dict]) -> None:
                 values[index] = adapt(value)
         params.append(tuple(values))
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(field.column) for field in COLUMNS)
+    columns = ", ".join(quote(_column(field)) for field in COLUMNS)
     placeholders = ", ".join(["%s"] * len(COLUMNS))
     with connection.cursor() as cursor:
         # One statement, prepared once: SQLite steps it per row in-process; psycopg pipelines the rows.
@@ -93,7 +101,7 @@ def existing_run_ids(run_ids: list[uuid.UUID]) -> list[uuid.UUID]:
     to_param = _uuid_hex if not connection.features.has_native_uuid_field else None
     params = [to_param(run_id) for run_id in run_ids] if to_param else list(run_ids)
     quote = connection.ops.quote_name
-    key = quote(Run._meta.pk.column)
+    key = quote(_column(Run._meta.pk))
     sql = f"SELECT {key} FROM {quote(Run._meta.db_table)} WHERE {key} IN ({', '.join(['%s'] * len(params))})"
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

@@ -147,7 +147,7 @@ def _write_batch(batch: list) -> None:
     groups: dict[tuple, list] = {}
     for workspace_id, project_name, snapshot in batch:
         op, errors = run_op_from_wire(without_nul(_jsonable(snapshot)), kind="post", loc=["run", str(snapshot["id"])])
-        if errors:
+        if op is None:
             log.error("dropping invalid run %s from the tracer: %s", snapshot["id"], errors)
             continue
         op.session_name = project_name

@@ -15,6 +15,9 @@ from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
+from django.db.models import Field
+
+from core.rest_errors import validation_item
 from tracing.models import Run, TracingProject
 
 RUN_TYPES = frozenset(Run.RunType.values)
@@ -77,6 +80,13 @@ def _name(value) -> str:
     if not _str(value):
         raise FieldError("String should have at least 1 character", "string_too_short")
     return value
+
+
+def _max_length(field: Field) -> int:
+    """The max_length of a CharField (which always has one)."""
+    if field.max_length is None:
+        raise TypeError(f"{field} has no max_length")
+    return field.max_length
 
 
 def _bounded_str(max_length: int, *, blank: bool = True):
@@ -158,7 +168,7 @@ FIELDS = {
     "parent_run_id": _uuid,
     "dotted_order": _str,
     "reference_example_id": _uuid,
-    "trace_tier": _bounded_str(Run._meta.get_field("trace_tier").max_length),
+    "trace_tier": _bounded_str(_max_length(Run._meta.get_field("trace_tier"))),
     "feedback_stats": _dict,
     "total_tokens": _int,
     "prompt_tokens": _int,
@@ -168,7 +178,7 @@ FIELDS = {
     "completion_cost": _decimal,
     "first_token_time": _datetime,
 }
-_SESSION_NAME = _bounded_str(TracingProject._meta.get_field("name").max_length, blank=False)
+_SESSION_NAME = _bounded_str(_max_length(TracingProject._meta.get_field("name")), blank=False)
 # Set once, when a run is first stored; later posts and patches never move a run.
 IDENTITY_FIELDS = ("trace_id", "parent_run_id", "parent_run_ids", "dotted_order", "is_root")
 
@@ -188,24 +198,25 @@ class RunOp:
 def run_op_from_wire(raw, *, kind: str, loc: list, run_id: uuid.UUID | None = None) -> tuple[RunOp | None, list]:
     """Validate one run body; return the op (None when invalid) and its errors."""
     if not isinstance(raw, dict):
-        return None, [{"loc": loc, "msg": "Input should be a valid dictionary", "type": "dict_type"}]
+        return None, [validation_item(loc, "Input should be a valid dictionary", "dict_type")]
     errors: list[dict] = []
     op_id = _checked_id(raw.get("id"), run_id, loc, errors)
-    op = RunOp(kind=kind, id=op_id, loc=loc)
+    fields = {}
     for name, convert in FIELDS.items():
         value = raw.get(name)
         if value is not None:
             try:
-                op.fields[name] = convert(value)
+                fields[name] = convert(value)
             except FieldError as exc:
-                errors.append({"loc": [*loc, name], "msg": exc.msg, "type": exc.type})
-    _read_session(raw, op, errors)
+                errors.append(validation_item([*loc, name], exc.msg, exc.type))
+    session = _read_session(raw, loc, errors)
     if kind == "post":
         for required in ("name", "run_type"):
-            if required not in op.fields and not any(e["loc"] == [*loc, required] for e in errors):
-                errors.append({"loc": [*loc, required], "msg": "Field required", "type": "missing"})
+            if required not in fields and not any(e["loc"] == [*loc, required] for e in errors):
+                errors.append(validation_item([*loc, required], "Field required", "missing"))
     if errors or op_id is None:
         return None, errors
+    op = RunOp(kind=kind, id=op_id, loc=loc, fields=fields, **session)
     _place_in_tree(op, errors)
     _derive_usage(op)
     return (None, errors) if errors else (op, [])
@@ -217,24 +228,27 @@ def _checked_id(value, run_id, loc, errors) -> uuid.UUID | None:
     try:
         parsed = _uuid(value) if value is not None else None
     except FieldError as exc:
-        errors.append({"loc": [*loc, "id"], "msg": exc.msg, "type": exc.type})
+        errors.append(validation_item([*loc, "id"], exc.msg, exc.type))
         return None
     if parsed is None:
-        errors.append({"loc": [*loc, "id"], "msg": "Field required", "type": "missing"})
+        errors.append(validation_item([*loc, "id"], "Field required", "missing"))
     elif run_id is not None and parsed != run_id:
-        errors.append({"loc": [*loc, "id"], "msg": f"The body's id does not match the run id {run_id}.",
-                       "type": "value_error"})
+        errors.append(validation_item([*loc, "id"], f"The body's id does not match the run id {run_id}.",
+                                      "value_error"))
         return None
     return parsed
 
 
-def _read_session(raw: dict, op: RunOp, errors: list) -> None:
+def _read_session(raw: dict, loc: list, errors: list) -> dict:
+    """The run's `session_name` and `session_id` (those it sends), as RunOp keyword arguments."""
+    session = {}
     for name, convert in (("session_name", _SESSION_NAME), ("session_id", _uuid)):
         if raw.get(name) is not None:
             try:
-                setattr(op, name, convert(raw[name]))
+                session[name] = convert(raw[name])
             except FieldError as exc:
-                errors.append({"loc": [*op.loc, name], "msg": exc.msg, "type": exc.type})
+                errors.append(validation_item([*loc, name], exc.msg, exc.type))
+    return session
 
 
 def without_nul(value):
@@ -281,8 +295,8 @@ def _place_in_tree(op: RunOp, errors: list) -> None:
     try:
         segments = parse_dotted_order(dotted_order)
     except ValueError as exc:
-        errors.append({"loc": loc, "msg": f"Malformed segment {str(exc)[:80]!r}: segments are "
-                       "<YYYYMMDDTHHMMSSffffff>Z<uuid> joined by '.'.", "type": "value_error"})
+        errors.append(validation_item(loc, f"Malformed segment {str(exc)[:80]!r}: segments are "
+                                      "<YYYYMMDDTHHMMSSffffff>Z<uuid> joined by '.'.", "value_error"))
         return
     ids = [segment_id for _, segment_id in segments]
     problem = None
@@ -293,7 +307,7 @@ def _place_in_tree(op: RunOp, errors: list) -> None:
     elif "parent_run_id" in fields and (len(ids) < 2 or ids[-2] != fields["parent_run_id"]):
         problem = "its second-to-last segment must be the parent_run_id"
     if problem:
-        errors.append({"loc": loc, "msg": f"dotted_order does not match the run: {problem}.", "type": "value_error"})
+        errors.append(validation_item(loc, f"dotted_order does not match the run: {problem}.", "value_error"))
         return
     set_tree_fields(fields, ids)
 

@@ -21,6 +21,7 @@ import orjson
 import zstandard
 
 from core.exceptions import PayloadTooLarge, RequestValidationError, ServiceError
+from core.rest_errors import validation_item
 from tracing.validation import without_nul
 
 # Parts that carry a run's large fields. `serialized` (a model's constructor) is not part of the
@@ -85,7 +86,7 @@ def batch_from_json(body: bytes) -> RawBatch:
         if runs is None:
             continue
         if not isinstance(runs, list):
-            errors.append({"loc": ["body", kind], "msg": "Input should be a valid list", "type": "list_type"})
+            errors.append(validation_item(["body", kind], "Input should be a valid list", "list_type"))
             continue
         batch.runs += [(kind, ["body", kind, index], run, None) for index, run in enumerate(runs)]
     if errors:
@@ -163,16 +164,16 @@ def batch_from_multipart(body: bytes, content_type: str) -> RawBatch:
             try:
                 run_id = uuid.UUID(run_part)
             except ValueError:
-                errors.append({"loc": ["body", name], "msg": "Part names are <post|patch>.<run uuid>[.<field>].",
-                               "type": "value_error"})
+                errors.append(validation_item(["body", name], "Part names are <post|patch>.<run uuid>[.<field>].",
+                                              "value_error"))
                 continue
             run = loads(data, ["body", name])
             # A body that is not an object is reported by validation; its field parts go nowhere.
             current[main_name] = run if isinstance(run, dict) else {}
             batch.runs.append((kind, ["body", name], run, run_id))
         elif main_name not in current:
-            errors.append({"loc": ["body", name], "msg": f"Part {main_name} must come before its field parts.",
-                           "type": "value_error"})
+            errors.append(validation_item(["body", name], f"Part {main_name} must come before its field parts.",
+                                          "value_error"))
         elif field_name in FIELD_PARTS:
             current[main_name][field_name] = loads(data, ["body", name])
         else:

@@ -10,7 +10,7 @@ from typing import Any
 
 from deepagents import create_deep_agent
 
-from chat.agent.models import build_models
+from chat.agent.language_models import build_models
 from chat.agent.prompts import (
     COORDINATOR_PROMPT,
     MATH_DESCRIPTION,

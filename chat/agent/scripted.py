@@ -11,7 +11,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
@@ -97,8 +97,10 @@ class ScriptedChatModel(BaseChatModel):
 def stream_pieces(message: AIMessage) -> list[AIMessageChunk]:
     """The chunks a streaming provider would send for `message`: reasoning, text words, tool-call fragments."""
     pieces: list[AIMessageChunk] = []
-    blocks = message.content if isinstance(message.content, list) else [{"type": "text", "text": message.content}]
-    blocks = [b for b in blocks if b.get(b.get("type"))]
+    # The scripted model's own messages (`_reasoned`) hold dict blocks only.
+    blocks = (cast(list[dict[str, Any]], message.content) if isinstance(message.content, list)
+              else [{"type": "text", "text": message.content}])
+    blocks = [b for b in blocks if b.get(b.get("type", ""))]
     for index, block in enumerate(blocks):
         kind = block["type"]
         for word in _words(block[kind]):
@@ -152,7 +154,7 @@ def _call_id(turn: Sequence[BaseMessage], index: int, run: str = "") -> str:
 
 
 def _reasoned(reasoning: str, text: str = "", tool_calls: list | None = None) -> AIMessage:
-    content: list[dict] = [{"type": "reasoning", "reasoning": reasoning}]
+    content: list[str | dict] = [{"type": "reasoning", "reasoning": reasoning}]
     if text:
         content.append({"type": "text", "text": text})
     return AIMessage(content=content, tool_calls=tool_calls or [])
@@ -184,21 +186,28 @@ def _coordinator_answer(turn: list[BaseMessage], results: list[ToolMessage]) -> 
     agents = {call["id"]: call["args"].get("subagent_type", "subagent")
               for m in turn if isinstance(m, AIMessage) for call in m.tool_calls}
     labels = {RESEARCHER_NAME: "Research", MATH_NAME: "Math"}
-    lines = [f"**{labels.get(agents.get(r.tool_call_id), 'Result')}** ({agents.get(r.tool_call_id, r.name)}): "
+    lines = [f"**{labels.get(agents.get(r.tool_call_id, ''), 'Result')}** ({agents.get(r.tool_call_id, r.name)}): "
              f"{_text_of(r).strip()}" for r in results]
     reasoning = (f"{plural(len(results), 'subagent result')} arrived; "
                  f"combining {'it' if len(results) == 1 else 'them'} into a labeled answer.")
     return _reasoned(reasoning, "\n\n".join(lines))
 
 
-def _researcher_turn(turn: list[BaseMessage], run: str = "") -> AIMessage:
-    query = research_query(_text_of(turn[0]))
+def _tool_answer(turn: list[BaseMessage], run: str, tool: str, args: dict) -> AIMessage | str:
+    """A subagent's one tool: the call to make (an AIMessage) while the turn has no answer, then the answer's text."""
     results = [m for m in turn if isinstance(m, ToolMessage)]
     if not results:
-        return AIMessage(content="", tool_calls=[
-            {"name": "search_web", "args": {"query": query}, "id": _call_id(turn, 0, run)}])
+        return AIMessage(content="", tool_calls=[{"name": tool, "args": args, "id": _call_id(turn, 0, run)}])
+    return _text_of(results[-1])
+
+
+def _researcher_turn(turn: list[BaseMessage], run: str = "") -> AIMessage:
+    query = research_query(_text_of(turn[0]))
+    answer = _tool_answer(turn, run, "search_web", {"query": query})
+    if isinstance(answer, AIMessage):
+        return answer
     try:
-        hits = json.loads(_text_of(results[-1]))["results"]
+        hits = json.loads(answer)["results"]
     except (ValueError, KeyError, TypeError):
         hits = []
     if not hits:
@@ -213,11 +222,10 @@ def _researcher_turn(turn: list[BaseMessage], run: str = "") -> AIMessage:
 
 def _math_turn(turn: list[BaseMessage], run: str = "") -> AIMessage:
     expression = calculation_expression(_text_of(turn[0]))
-    results = [m for m in turn if isinstance(m, ToolMessage)]
-    if not results:
-        return AIMessage(content="", tool_calls=[
-            {"name": "calculator", "args": {"expression": expression}, "id": _call_id(turn, 0, run)}])
-    outcome = _text_of(results[-1]).strip()
+    answer = _tool_answer(turn, run, "calculator", {"expression": expression})
+    if isinstance(answer, AIMessage):
+        return answer
+    outcome = answer.strip()
     if outcome.startswith("Error evaluating"):
         return AIMessage(content=f"I could not evaluate {expression}: {outcome}")
     return AIMessage(content=f"{expression} = {outcome}. The calculator confirms the result is {outcome}.")

@@ -8,6 +8,8 @@ import json
 import math
 import operator
 import os
+from collections.abc import Callable
+from typing import Any
 
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
@@ -69,12 +71,12 @@ MAX_EXPONENT = 10_000
 MAX_INTEGER_DIGITS = 4_000
 
 _NORMALISE = str.maketrans({"×": "*", "✕": "*", "✖": "*", "÷": "/", "−": "-", "–": "-", "—": "-"})
-_BINARY = {
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
     ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
 }
-_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
-_FUNCTIONS = {
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sqrt": math.sqrt, "abs": abs, "round": round, "floor": math.floor, "ceil": math.ceil, "exp": math.exp,
     "log": math.log, "log10": math.log10, "log2": math.log2, "sin": math.sin, "cos": math.cos, "tan": math.tan,
     "min": min, "max": max,

@@ -1,17 +1,14 @@
-"""The runner the pipeline uses. Only the local-process runner exists (docs/kubernetes-runner.md designs the next)."""
+"""The runners that build and serve revisions. Only the local-process runner exists (docs/kubernetes-runner.md
+designs the next); deployments.services holds the process's one runner."""
 
 from __future__ import annotations
 
-from functools import cache
+from deployments.runners.base import RevisionRecords, Runner, StepContext, StepFailed, Upstream
+from deployments.runners.local import LocalProcessRunner
 
-from deployments.runners.base import Runner, StepContext, StepFailed, Upstream
-
-__all__ = ["Runner", "StepContext", "StepFailed", "Upstream", "get_runner"]
+__all__ = ["RevisionRecords", "Runner", "StepContext", "StepFailed", "Upstream", "create_runner"]
 
 
-@cache
-def get_runner() -> Runner:
-    """One runner per process: the local runner keeps its child processes in memory."""
-    from deployments.runners.local import LocalProcessRunner
-
-    return LocalProcessRunner()
+def create_runner(records: RevisionRecords) -> Runner:
+    """The runner this install uses, writing what it learns through `records`."""
+    return LocalProcessRunner(records)

@@ -1,12 +1,15 @@
-"""The interface between the revision pipeline and whatever builds and runs revisions.
+"""The interface between the revision pipeline and whatever builds and serves revisions.
 
 The pipeline (deployments/pipeline.py) owns statuses, retries and logs; a runner only does the
-work of each step and reports failure with StepFailed. docs/kubernetes-runner.md designs a
-second implementation.
+work of each step and reports failure with StepFailed. What a runner learns about a revision (its
+commit, where it is served, its server's output) it hands to the RevisionRecords it was created
+with, which deployments.services implements: services import runners, never the reverse.
+docs/kubernetes-runner.md designs a second implementation.
 """
 
 from __future__ import annotations
 
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,12 +43,32 @@ class Upstream:
     headers: dict[str, str]
 
 
+class RevisionRecords(ABC):
+    """Where a runner writes what it learns about a revision (deployments.services implements it)."""
+
+    @abstractmethod
+    def commit_set(self, *, revision: Revision, sha: str) -> None:
+        """Record the commit a revision's source was fetched at."""
+
+    @abstractmethod
+    def serving_set(self, *, revision: Revision, host: str = "", port: int | None = None, pid: int | None = None,
+                    token: str = "") -> None:
+        """Record where a revision is served (all empty: it is not served)."""
+
+    @abstractmethod
+    def log_sink(self, *, revision_id: uuid.UUID, type: str) -> LineSink:
+        """A sink for lines of a revision's build or deploy log that never raises (the revision may be gone)."""
+
+
 class Runner(ABC):
     name: str = "runner"
 
+    def __init__(self, records: RevisionRecords):
+        self.records = records
+
     @abstractmethod
     def require(self, source: str) -> None:
-        """Raise BadRequest (naming the runner) if new revisions of `source` cannot be built and run."""
+        """Raise BadRequest (naming the runner) if new revisions of `source` cannot be built and served."""
 
     @abstractmethod
     def fetch_source(self, ctx: StepContext) -> None:

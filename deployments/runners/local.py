@@ -15,6 +15,7 @@ import selectors
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -26,10 +27,11 @@ from django.conf import settings
 from django.db import connections
 
 from core.exceptions import BadRequest
-from deployments import build, environment, langgraph_config, services, sources
+from core.processes import pid_alive
+from deployments import build, environment, langgraph_config, sources
 from deployments.models import Deployment, Revision, RevisionLog
 from deployments.processes import LineSink, StepStopped, popen, stop_group
-from deployments.runners.base import Runner, StepContext, StepFailed, Upstream
+from deployments.runners.base import RevisionRecords, Runner, StepContext, StepFailed, Upstream
 
 log = logging.getLogger("deployments.runner")
 
@@ -37,36 +39,27 @@ IMAGE_SOURCES = (Deployment.Source.EXTERNAL_DOCKER, Deployment.Source.INTERNAL_D
 SUPPORTED_SOURCES = (Deployment.Source.INTERNAL_SOURCE, Deployment.Source.GITHUB)
 
 
-@dataclass
 class RevisionDirs:
-    root: Path
+    """A revision's directories under `root`: its source, its virtualenv, the server's HOME and its data."""
 
-    @property
-    def src(self) -> Path:
-        return self.root / "src"
-
-    @property
-    def venv(self) -> Path:
-        return self.root / "venv"
-
-    @property
-    def home(self) -> Path:
-        return self.root / "home"
-
-    @property
-    def data(self) -> Path:
-        return self.root / "data"
-
-    @property
-    def python(self) -> Path:
-        return self.venv / "bin" / "python"
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.src, self.venv, self.home, self.data = (root / name for name in ("src", "venv", "home", "data"))
+        self.python = self.venv / "bin" / "python"
 
 
 @dataclass
 class Child:
     revision_id: str
-    process: object
+    process: subprocess.Popen
     pump: threading.Thread
+
+
+def _required(value: str | None, field: str) -> str:
+    """A revision field its source needs: deployments.services sets it when it creates the revision."""
+    if not value:
+        raise StepFailed(f"The revision has no {field}; redeploy it.")
+    return value
 
 
 def _free_port() -> int:
@@ -75,20 +68,11 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def deploy_sink(revision_id) -> LineSink:
-    def write(batch):
-        try:
-            services.log_append_batch(revision_id=revision_id, type=RevisionLog.Type.DEPLOY, entries=batch)
-        except Exception:  # the revision may be gone (deleted), or the database briefly away: never kill the pump
-            log.debug("dropped %d deploy log lines of revision %s", len(batch), revision_id)
-
-    return LineSink(write)
-
-
 class LocalProcessRunner(Runner):
     name = "local"
 
-    def __init__(self):
+    def __init__(self, records: RevisionRecords):
+        super().__init__(records)
         self._children: dict[str, Child] = {}
         self._lock = threading.Lock()
 
@@ -116,12 +100,13 @@ class LocalProcessRunner(Runner):
         try:
             if revision.source == Deployment.Source.GITHUB:
                 ctx.log(f"Fetching {revision.repo_ref or 'HEAD'} of {revision.repo_url}")
-                sha = sources.git_fetch(url=revision.repo_url, ref=revision.repo_ref, dest=dirs.src, home=dirs.home,
-                                        sink=ctx.sink, should_stop=ctx.should_stop)
-                services.revision_commit_set(revision=revision, sha=sha)
+                sha = sources.git_fetch(url=_required(revision.repo_url, "repo_url"), ref=revision.repo_ref,
+                                        dest=dirs.src, home=dirs.home, sink=ctx.sink, should_stop=ctx.should_stop)
+                self.records.commit_set(revision=revision, sha=sha)
                 ctx.log(f"Checked out commit {sha}")
             else:
-                sources.extract_upload(object_path=revision.source_tarball_path, dest=dirs.src)
+                tarball = _required(revision.source_tarball_path, "source_tarball_path")
+                sources.extract_upload(object_path=tarball, dest=dirs.src)
                 ctx.log("Unpacked the uploaded source.")
         except (sources.SourceError, BadRequest) as exc:
             raise StepFailed(str(exc)) from None
@@ -129,7 +114,8 @@ class LocalProcessRunner(Runner):
     def build(self, ctx: StepContext) -> None:
         revision, dirs = ctx.revision, self.dirs(ctx.revision)
         try:
-            config = langgraph_config.load(source_root=dirs.src, config_path=revision.langgraph_config_path)
+            config = langgraph_config.load(
+                source_root=dirs.src, config_path=_required(revision.langgraph_config_path, "langgraph_config_path"))
         except langgraph_config.ConfigError as exc:
             raise StepFailed(f"Invalid {revision.langgraph_config_path}: {exc}") from None
         for warning in config.warnings:
@@ -159,7 +145,7 @@ class LocalProcessRunner(Runner):
     def start(self, ctx: StepContext) -> None:
         revision, dirs = ctx.revision, self.dirs(ctx.revision)
         self.stop(revision)
-        config_path = (dirs.src / revision.langgraph_config_path).resolve()
+        config_path = (dirs.src / _required(revision.langgraph_config_path, "langgraph_config_path")).resolve()
         if not dirs.python.exists() or not config_path.is_file():
             raise StepFailed("The build output of this revision is missing; redeploy it to build it again.")
         port, token = _free_port(), secrets.token_urlsafe(32)
@@ -168,13 +154,13 @@ class LocalProcessRunner(Runner):
         command = [str(dirs.python), str(Path(settings.BASE_DIR) / "manage.py"), "serve_graphs",
                    "--config", str(config_path), "--port", str(port)]
         process = popen(command, env=env, cwd=config_path.parent)
-        sink = deploy_sink(revision.id)
+        sink = self.records.log_sink(revision_id=revision.id, type=RevisionLog.Type.DEPLOY)
         pump = threading.Thread(target=self._pump, args=(process, sink), name=f"serve-{revision.id}", daemon=True)
         pump.start()
         with self._lock:
             self._children[str(revision.id)] = Child(str(revision.id), process, pump)
-        services.revision_serving_set(revision=revision, host=socket.gethostname(), port=port, pid=process.pid,
-                                      token=token)
+        self.records.serving_set(revision=revision, host=socket.gethostname(), port=port, pid=process.pid,
+                                 token=token)
         ctx.log(f"Started the server (pid {process.pid}) on 127.0.0.1:{port}.")
 
     def _pump(self, process, sink: LineSink) -> None:
@@ -242,7 +228,9 @@ class LocalProcessRunner(Runner):
         child = self._child(revision)
         if child is not None:
             return child.process.poll() is None
-        return bool(revision.serving_pid) and _is_revision_process(revision.serving_pid, revision.id)
+        if not revision.serving_pid:
+            return False
+        return _is_revision_process(revision.serving_pid, revision.id)
 
     def stop(self, revision: Revision) -> None:
         with self._lock:
@@ -253,7 +241,7 @@ class LocalProcessRunner(Runner):
         elif revision.serving_pid and _is_revision_process(revision.serving_pid, revision.id):
             _stop_foreign(revision.serving_pid)
         if revision.serving_pid or revision.serving_port:
-            services.revision_serving_set(revision=revision)
+            self.records.serving_set(revision=revision)
 
     def stop_strays(self, keep: set) -> None:
         with self._lock:
@@ -295,14 +283,8 @@ def _stop_foreign(pid: int) -> None:
             return
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            if not _alive(pid):
+            if not pid_alive(pid):
                 return
             time.sleep(0.1)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"

@@ -1,5 +1,6 @@
 """A deployment's and a revision's own pages: Open, Redeploy, Delete (after a confirmation) and Logs, through the
-services and checked in the database; a replaced revision says so; at 1440 and 375 px."""
+services and checked in the database; a replaced revision says so; the status link `langgraph deploy` prints logs in
+and opens the deployment; at 1440 and 375 px."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from playwright.sync_api import expect  # noqa: E402
 
 from core.models import Job  # noqa: E402
 from deployments.models import Deployment  # noqa: E402
-from tests.admin_ui import scene  # noqa: E402
-from tests.admin_ui.support import VIEWPORT_PARAMS, confirm, expect_message, fits_sideways, object_button  # noqa: E402
+from tests.admin_ui import support_scene as scene  # noqa: E402
+from tests.admin_ui.conftest import PASSWORD  # noqa: E402
+from tests.admin_ui.support_pages import VIEWPORT_PARAMS, confirm, expect_message, fits_sideways, object_button  # noqa: E402
 
 pytestmark = [pytest.mark.live, pytest.mark.browser]
 
@@ -79,3 +81,25 @@ def test_a_revisions_logs_button_shows_its_build_and_deploy_logs(size, viewport,
     expect(page.locator(".field-honest_status")).not_to_contain_text("DEPLOYED")  # (its log still tells history)
     shoot(page, f"revision-replaced-{size}")
     assert page.problems == []
+
+
+@pytest.mark.parametrize(("size", "viewport"), VIEWPORT_PARAMS)
+def test_the_status_link_langgraph_deploy_prints_logs_in_and_opens_the_deployment(size, viewport, base, browser,
+                                                                                   shoot):
+    deployment = scene.deployment(scene.workspace())
+    context = browser.new_context(viewport=viewport)  # a browser that is not logged in yet, as after a deploy
+    try:
+        page = context.new_page()
+        page.goto(f"{base}/o/{deployment.workspace_id}/host/deployments/{deployment.id}")
+        expect(page.get_by_role("button", name="Log in")).to_be_visible()
+        shoot(page, f"status-link-login-{size}")
+        page.get_by_label("Username").fill("root")
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_url(f"{base}/admin/deployments/deployment/{deployment.id}/change/")
+        expect(page.get_by_role("heading", name=deployment.name)).to_be_visible()
+        expect(page.locator(".inline-group")).to_contain_text("BUILD_FAILED")
+        shoot(page, f"status-link-deployment-{size}")
+        assert fits_sideways(page)
+    finally:
+        context.close()

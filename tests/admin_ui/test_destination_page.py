@@ -9,12 +9,12 @@ pytest.importorskip("playwright.sync_api", reason="Browser tests need the playwr
 
 from playwright.sync_api import expect  # noqa: E402
 
-from exports import export_services  # noqa: E402
-from exports.models import CredentialVersion, Destination  # noqa: E402
-from tests.admin_ui import scene  # noqa: E402
-from tests.admin_ui.support import VIEWPORT_PARAMS, confirm, expect_message, fits_sideways, object_button  # noqa: E402
-from tests.exports.conftest import BUCKET, WRITE_ACTIONS, object_keys  # noqa: E402
-from tests.s3 import allow  # noqa: E402
+from exports.bulk_exports import services as export_services  # noqa: E402
+from exports.destinations.models import CredentialVersion, Destination  # noqa: E402
+from tests.admin_ui import support_scene as scene  # noqa: E402
+from tests.admin_ui.support_pages import VIEWPORT_PARAMS, confirm, expect_message, fits_sideways, object_button  # noqa: E402
+from tests.exports.support_destinations import BUCKET, WRITE_ACTIONS, object_keys  # noqa: E402
+from tests.support_s3 import allow  # noqa: E402
 
 pytestmark = [pytest.mark.live, pytest.mark.browser]
 PUT_ONLY = ["s3:PutObject"]
@@ -67,8 +67,7 @@ def test_validate_now_writes_to_the_bucket_and_a_failure_is_reported_and_counted
 
 @pytest.mark.parametrize(("size", "viewport"), VIEWPORT_PARAMS)
 def test_rotating_credentials_is_its_own_form_that_test_writes_first(size, viewport, base, s3, admin_page, shoot):
-    ws = scene.workspace()
-    destination = scene.destination(s3, ws)
+    ws, destination = scene.workspace_with_destination(s3)
     reader = s3.create_user("reader", [allow(["s3:GetObject"], BUCKET)])
     successor = s3.create_user("successor", [allow(WRITE_ACTIONS, BUCKET)])
     page = admin_page(viewport)
@@ -99,7 +98,7 @@ def test_rotating_credentials_is_its_own_form_that_test_writes_first(size, viewp
     page.get_by_label("Access key ID").fill(successor.access_key_id)
     page.get_by_label("Secret access key").fill(successor.secret_access_key)
     page.get_by_role("button", name="Test and rotate").click()
-    expect_message(page, "rotated to revision 2: new export runs use them; runs in flight keep revision 1")
+    expect_message(page, "rotated to revision 2: new export runs use them; export runs in flight keep revision 1")
     s3.set_auth_enforced(False)
     destination.refresh_from_db()
     versions = list(CredentialVersion.objects.filter(destination=destination).order_by("number"))
@@ -119,8 +118,7 @@ def test_rotating_credentials_is_its_own_form_that_test_writes_first(size, viewp
 @pytest.mark.parametrize(("size", "viewport"), VIEWPORT_PARAMS)
 def test_delete_asks_first_refuses_while_an_export_runs_and_then_hides_the_destination(
         size, viewport, base, s3, admin_page, shoot):
-    ws = scene.workspace()
-    destination = scene.destination(s3, ws)
+    ws, destination = scene.workspace_with_destination(s3)
     busy = scene.export(ws, destination, scene.project(ws, days=1), days=1)
     page = admin_page(viewport)
     page.goto(f"{base}/admin/exports/destination/{destination.id}/change/")

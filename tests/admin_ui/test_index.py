@@ -9,15 +9,15 @@ pytest.importorskip("playwright.sync_api", reason="Browser tests need the playwr
 
 from playwright.sync_api import expect  # noqa: E402
 
-from tests.admin_ui import scene  # noqa: E402
-from tests.admin_ui.support import VIEWPORT_PARAMS, fits_sideways  # noqa: E402
+from tests.admin_ui import support_scene as scene  # noqa: E402
+from tests.admin_ui.support_pages import VIEWPORT_PARAMS, fits_sideways  # noqa: E402
 
 pytestmark = [pytest.mark.live, pytest.mark.browser]
 EXPECTED = {
-    "1 failing export": "/admin/exports/bulkexport/?health=failing",
+    "1 failing export": "/admin/bulk_exports/bulkexport/?health=failing",
     "1 failed revision": "/admin/deployments/revision/?health=failed",
     "1 destination failing validation": "/admin/exports/destination/?health=failing",
-    "1 export run stuck past its lease": "/admin/exports/bulkexportrun/?health=stuck",
+    "1 export run stuck past its lease": "/admin/bulk_exports/bulkexportrun/?health=stuck",
     "1 chat run stuck (no heartbeat)": "/admin/chat/chatrun/?health=stuck",
 }
 

@@ -11,8 +11,8 @@ from django.contrib import admin  # noqa: E402
 from django.utils import timezone  # noqa: E402
 from playwright.sync_api import expect  # noqa: E402
 
-from exports import services  # noqa: E402
-from tests.admin_ui import scene  # noqa: E402
+from exports.destinations import services  # noqa: E402
+from tests.admin_ui import support_scene as scene  # noqa: E402
 from tests.admin_ui.conftest import PHONE  # noqa: E402
 
 pytestmark = [pytest.mark.live, pytest.mark.browser]
@@ -66,7 +66,7 @@ def test_no_admin_list_scrolls_sideways_at_1440_px_and_each_fits_a_phone(populat
 
 def test_lists_show_short_ids_relative_dates_and_hide_deleted_destinations(populated, base, admin_page, shoot):
     page = admin_page()
-    page.goto(f"{base}/admin/exports/bulkexport/")
+    page.goto(f"{base}/admin/bulk_exports/bulkexport/")
     export_id = page.locator("#result_list .short-id").first
     full = export_id.get_attribute("title")
     assert len(full) == 36 and export_id.inner_text() == full[:8] + "…"

@@ -9,14 +9,10 @@ import pytest
 from django.conf import settings as django_settings
 from django.test import Client
 
-from tests.agentauth.oauth_server import OAuthTestServer
+from tests.agentauth.support_oauth_server import OAuthTestServer
+from tests.support_processes import server_fixture
 
-
-@pytest.fixture(scope="session")
-def oauth_server_session():
-    server = OAuthTestServer().start()
-    yield server
-    server.stop()
+oauth_server_session = server_fixture(lambda: OAuthTestServer().start())
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from django.db import connection
 from accounts.services import api_key_create, workspace_create
 from agentauth.models import AuthFlow, OAuthToken
 from tests.agentauth.conftest import query_of
-from tests.agentauth.oauth_server import ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX
-from tests.support import LiveServer
+from tests.agentauth.support_oauth_server import ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX
+from tests.support_processes import LiveServer
 
 pytestmark = [pytest.mark.live]
 

@@ -12,7 +12,7 @@ from django.db import connection
 from django.utils import timezone
 
 from agentauth.models import AuthFlow, OAuthToken
-from tests.agentauth.oauth_server import ACCESS_TOKEN_PREFIX
+from tests.agentauth.support_oauth_server import ACCESS_TOKEN_PREFIX
 
 pytestmark = pytest.mark.django_db
 

@@ -1,6 +1,6 @@
 """One scripted scenario against LangChain's own Agent Server (`langgraph dev` 0.16.7, installed by
 scripts/test-deps.d/40-langgraph-dev.sh) and against ours (`serve_graphs`, as a deployed revision runs it), compared
-response by response once ids, timestamps and error messages are normalised (tests/agentserver/differential.py):
+response by response once ids, timestamps and error messages are normalised (tests/agentserver/support_differential.py):
 assistants and threads; every stream mode on every test graph, with and without subgraphs; the run operations."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import subprocess
 import httpx
 import pytest
 
-from tests.agentserver import differential_runs
-from tests.agentserver.differential import Step, new_id, play, play_apart
-from tests.agentserver.sdk_support import PROJECT
-from tests.support import BASE_DIR, ChildProcess, free_port, wait_for_http
+from tests.agentserver import support_differential_runs as differential_runs
+from tests.agentserver.support_differential import Step, new_id, play, play_apart
+from tests.agentserver.support_sdk import PROJECT
+from tests.support_processes import BASE_DIR, free_port, graphs_served, wait_for_http
 
 pytestmark = [pytest.mark.live, pytest.mark.no_postgres_pass]
 PEER = BASE_DIR / "data" / "langgraph-peer" / "venv" / "bin" / "langgraph"
@@ -97,16 +97,10 @@ def peer(tmp_path_factory):
 
 @pytest.fixture
 def ours(transactional_db, tmp_path):
-    port = free_port()
-    served = ChildProcess("serve_graphs", "--config", str(BASE_DIR / PROJECT / "langgraph.json"), "--port",
-                          str(port), env={"DJANGO_SETTINGS_MODULE": "deployments.serving_settings",
-                                          "CHAT_ALLOW_ANONYMOUS": "true", "CHAT_TRACING_PROJECT": ""},
-                          log_path=tmp_path / "ours.log").start()
-    try:
-        wait_for_http(f"http://127.0.0.1:{port}/ok", process=served.process, timeout=60, describe=served.output)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        served.stop()
+    env = {"DJANGO_SETTINGS_MODULE": "deployments.serving.settings", "CHAT_ALLOW_ANONYMOUS": "true",
+           "CHAT_TRACING_PROJECT": ""}
+    with graphs_served(BASE_DIR / PROJECT / "langgraph.json", env=env, log_path=tmp_path / "ours.log") as url:
+        yield url
 
 
 def assert_same(scenario: list[Step], theirs: list[tuple], mine: list[tuple]) -> None:

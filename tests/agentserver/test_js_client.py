@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from chat.models import ChatRun
-from tests.agentserver.js_support import assert_report, run_agent_server_script
-from tests.chat.chat_support import live_chat_server
+from tests.agentserver.support_js import assert_report, run_agent_server_script
+from tests.chat.support_chat import live_chat_server
 
 pytestmark = [pytest.mark.live, pytest.mark.node, pytest.mark.no_postgres_pass]
 PROJECT_GRAPHS = "./tests/agentserver/project/graphs.py"

@@ -13,11 +13,11 @@ from openapi_spec_validator import validate
 from agentserver import urls as agentserver_urls
 from agentserver.api_docs import ASSETS
 from agentserver.openapi import agent_server_document
-from config.routing import http_routes
+from chat.routing import http_routes
 from tests.agentserver.test_differential import peer  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db
-SERVING_URLS = "deployments.serving_urls"
+SERVING_URLS = "deployments.serving.urls"
 SAMPLE_ID = "7d1f7c2e-0000-4000-8000-000000000001"
 # What the peer documents that this server is not meant to serve (issue 12).
 NOT_SERVED = re.compile(r"^/(a2a|mcp|metrics|store)(/|$)|^/threads/\{thread_id\}/storage$|^/threads/prune$|/crons")

@@ -11,8 +11,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.pregel.remote import RemoteGraph
 from typing_extensions import TypedDict
 
-from tests.agentserver.sdk_support import NESTED_SPEC
-from tests.chat.chat_support import live_chat_server
+from tests.agentserver.support_sdk import NESTED_SPEC
+from tests.chat.support_chat import live_chat_server
 
 pytestmark = pytest.mark.live
 server = live_chat_server(CHAT_GRAPH=NESTED_SPEC, CHAT_ALLOW_ANONYMOUS="false")

@@ -14,7 +14,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from chat.models import ChatRun
-from tests.chat.chat_support import command, live_chat_server, wait_for_run_end
+from tests.chat.support_chat import command, live_chat_server, wait_for_run_end
 
 pytestmark = pytest.mark.live
 WORKER_ENV = {"CHAT_GRAPH": "./tests/agentserver/project/graphs.py:slow_graph", "CHAT_RUN_EXECUTOR": "worker",

@@ -14,8 +14,8 @@ import pytest
 from langgraph_sdk import get_client
 
 from chat.models import ChatEvent, ChatRun, ChatThread, Checkpoint, CheckpointBlob, CheckpointWrite
-from tests.agentserver.sdk_support import NESTED_SPEC
-from tests.chat.chat_support import live_chat_server
+from tests.agentserver.support_sdk import NESTED_SPEC
+from tests.chat.support_chat import live_chat_server
 
 pytestmark = pytest.mark.live
 SLOW_SPEC = "./tests/agentserver/project/graphs.py:slow_graph"

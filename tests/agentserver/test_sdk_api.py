@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from chat.models import ChatThread
-from tests.agentserver import scenarios
-from tests.agentserver.sdk_support import CLIENT_KINDS, NESTED_SPEC, SdkClient, status_of
-from tests.chat.chat_support import command, live_chat_server
+from tests.agentserver import support_scenarios as scenarios
+from tests.agentserver.support_sdk import CLIENT_KINDS, NESTED_SPEC, SdkClient, status_of
+from tests.chat.support_chat import command, live_chat_server
 
 pytestmark = pytest.mark.live
 server = live_chat_server(CHAT_GRAPH=NESTED_SPEC, CHAT_ALLOW_ANONYMOUS="false")

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.agentserver.js_support import (
+from tests.agentserver.support_js import (
     PageServer,
     UseStreamPage,
     build_page,
     chat_streams_tokens,
     slow_run_survives_a_reload,
 )
-from tests.chat.chat_support import live_chat_server
+from tests.chat.support_chat import live_chat_server
 from tests.chatui import conftest as chatui
 from tests.chatui.conftest import PHONE
 

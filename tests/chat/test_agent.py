@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from chat.agent.graph import build_graph
-from chat.agent.models import UnavailableChatModel, build_models, missing_provider_key
+from chat.agent.language_models import UnavailableChatModel, build_models, missing_provider_key
 from chat.agent.planner import plan_request
 from chat.agent.prompts import COORDINATOR_PROMPT, EXAMPLE_PROMPT
 from chat.agent.scripted import ScriptedChatModel, stream_pieces
@@ -143,6 +143,10 @@ def _answer(messages) -> str:
                                                             if b.get("type") == "text")
 
 
+def _subagents_called(messages) -> list[str]:
+    return [c["args"]["subagent_type"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+
+
 @pytest.fixture(scope="module")
 def graph():
     return build_graph(InMemorySaver(), model="")
@@ -150,8 +154,7 @@ def graph():
 
 async def test_a_lookup_alone_goes_to_the_researcher_only(graph):
     messages = await _run(graph, "Search for the tallest building in Paris")
-    calls = [c["args"]["subagent_type"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
-    assert calls == ["researcher"]
+    assert _subagents_called(messages) == ["researcher"]
     assert "**Research** (researcher): I searched for \"the tallest building in Paris\"" in _answer(messages)
 
 
@@ -165,8 +168,7 @@ async def test_the_abacus_question_is_answered_about_the_abacus_and_says_the_sea
 
 async def test_arithmetic_alone_goes_to_the_math_whiz_only(graph):
     messages = await _run(graph, "How much is 1234 + 4321?")
-    calls = [c["args"]["subagent_type"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
-    assert calls == ["math-whiz"]
+    assert _subagents_called(messages) == ["math-whiz"]
     assert "**Math** (math-whiz): 1234 + 4321 = 5555" in _answer(messages)
 
 

@@ -10,11 +10,12 @@ import httpx
 import pytest
 
 from chat.models import ChatEvent, ChatThread, Checkpoint
-from tests.chat.chat_support import (
+from tests.chat.support_chat import (
     EXAMPLE,
     command,
     is_root_terminal,
     live_chat_server,
+    new_thread,
     replay,
     run_to_end,
     start_run,
@@ -24,15 +25,6 @@ from tests.chat.chat_support import (
 
 pytestmark = pytest.mark.live
 chat_server = live_chat_server()
-
-
-@pytest.fixture
-def base(chat_server, transactional_db):
-    return chat_server.url
-
-
-def new_thread() -> str:
-    return str(uuid.uuid4())
 
 
 def test_the_state_of_an_unknown_thread_is_404_in_the_agent_servers_shape(base):

@@ -86,13 +86,6 @@ def compare_with_the_reference_walk(saver: DjangoCheckpointSaver, thread_id: str
     return results
 
 
-@pytest.fixture
-def saver():
-    saver = DjangoCheckpointSaver()
-    yield saver
-    saver.close()
-
-
 async def test_every_checkpoint_of_a_forked_thread_has_the_reference_history(saver):
     graph = build_graph(DeltaState, saver)
     for _ in range(4):

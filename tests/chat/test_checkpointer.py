@@ -79,13 +79,6 @@ async def in_thread(fn, *args):
     return await asyncio.to_thread(call)
 
 
-@pytest.fixture
-def saver():
-    saver = DjangoCheckpointSaver()
-    yield saver
-    saver.close()
-
-
 async def test_a_thread_survives_a_restart(saver):
     await say(build_graph(saver), "t-restart", "hello there")
     saver.close()

@@ -15,8 +15,8 @@ import pytest
 from langgraph_sdk import get_client
 
 from chat.models import ChatEvent, ChatRun, ChatThread
-from tests.chat.chat_support import EXAMPLE, live_chat_server
-from tests.support import BASE_DIR
+from tests.chat.support_chat import EXAMPLE, live_chat_server
+from tests.support_processes import BASE_DIR
 
 pytestmark = pytest.mark.live
 JS_DIR = BASE_DIR / "tests" / "js"

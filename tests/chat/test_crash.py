@@ -16,8 +16,8 @@ import pytest
 
 from chat.models import ChatEvent, ChatRun
 from chat.services import RESTARTED_ERROR
-from tests.chat.chat_support import CHAT_ENV, SseReader, command, is_root_terminal, stream_events, wait_for_run_end
-from tests.support import BASE_DIR, LiveServer, child_env, free_port, wait_for_http
+from tests.chat.support_chat import CHAT_ENV, SseReader, command, is_root_terminal, stream_events, wait_for_run_end
+from tests.support_processes import BASE_DIR, LiveServer, child_env, free_port, wait_for_http
 
 pytestmark = pytest.mark.live
 EVENTS_GRAPH = {"CHAT_GRAPH": "tests/chat/graphs.py:events_graph"}

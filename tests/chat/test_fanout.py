@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from chat.models import ChatEvent, ChatRun
-from tests.chat.chat_support import (
+from tests.chat.support_chat import (
     SseReader,
     command,
     is_root_terminal,
@@ -23,7 +23,7 @@ from tests.chat.chat_support import (
     replay,
     wait_for_run_end,
 )
-from tests.support import LiveServer
+from tests.support_processes import LiveServer
 
 pytestmark = pytest.mark.live
 EVENTS_GRAPH = {"CHAT_GRAPH": "tests/chat/graphs.py:events_graph"}

@@ -12,7 +12,7 @@ import uuid
 import pytest
 from asgiref.testing import ApplicationCommunicator
 
-from chat import db, graph_runtime
+from chat import db_executor, graph_runtime
 from chat.models import ChatRun, ChatThread
 
 pytestmark = [pytest.mark.django_db(transaction=True),
@@ -28,7 +28,7 @@ def two_graphs(settings):
     yield
     graph_runtime.configure(None)
     # The pool's connections would keep the test database from being dropped at the end of the session.
-    db.close_connections()
+    db_executor.close_connections()
 
 
 async def call(method: str, path: str, body: dict | None = None) -> tuple[int, object]:
@@ -68,7 +68,7 @@ async def run(thread: str, assistant_id: str | None) -> None:
     assert envelope["type"] == "success", envelope
     run_id = envelope["result"]["run_id"]
     deadline = time.monotonic() + 20
-    while (status := await db.run(lambda: ChatRun.objects.get(pk=run_id).status)) == ChatRun.Status.RUNNING:
+    while (status := await db_executor.run(lambda: ChatRun.objects.get(pk=run_id).status)) == ChatRun.Status.RUNNING:
         assert time.monotonic() < deadline, "the run did not end"
         await asyncio.sleep(0.05)
     assert status == ChatRun.Status.COMPLETED
@@ -91,7 +91,7 @@ async def test_run_start_picks_the_graph_its_assistant_id_names_else_the_first(a
     thread = str(uuid.uuid4())
     await run(thread, assistant_id)
     assert await served_by(thread) == graph
-    assert (await db.run(lambda: ChatThread.objects.get(pk=thread).graph_name)) == graph
+    assert (await db_executor.run(lambda: ChatThread.objects.get(pk=thread).graph_name)) == graph
     tree = (await command(thread, "agent.getTree", {}))["result"]["tree"]
     assert tree["graph_name"] == graph and tree["status"] == "completed"
 
@@ -116,7 +116,7 @@ async def test_a_thread_whose_graph_is_no_longer_served_goes_on_with_the_first()
     graph_runtime.configure_graphs({"first": GRAPHS["first"]})
     await run(thread, "_")
     assert await served_by(thread) == "first"
-    assert (await db.run(lambda: ChatThread.objects.get(pk=thread).graph_name)) == "first"
+    assert (await db_executor.run(lambda: ChatThread.objects.get(pk=thread).graph_name)) == "first"
 
 
 def test_configuring_no_graph_at_all_is_refused():

@@ -12,13 +12,13 @@ import httpx
 import pytest
 
 from chat.models import ChatThread
-from tests.chat.chat_support import live_chat_server
+from tests.chat.support_chat import live_chat_server
 from tests.chat.test_clients import JS_DIR, ai_text, assert_stopped, js_client_missing
-from tests.support import ChildProcess, free_port, wait_for_http
+from tests.support_processes import graphs_served
 
 pytestmark = [pytest.mark.live, pytest.mark.node, pytest.mark.no_postgres_pass]
 chat_server = live_chat_server(CHAT_AGENT_DELAY_SCALE="0.5")
-SERVING_ENV = {"DJANGO_SETTINGS_MODULE": "deployments.serving_settings", "CHAT_ALLOW_ANONYMOUS": "true",
+SERVING_ENV = {"DJANGO_SETTINGS_MODULE": "deployments.serving.settings", "CHAT_ALLOW_ANONYMOUS": "true",
                "CHAT_MODEL": "", "CHAT_AGENT_DELAY_SCALE": "0.5", "CHAT_STORE_POLL_SECONDS": "0.1",
                "CHAT_TRACING_PROJECT": ""}
 
@@ -48,14 +48,8 @@ def serving_process(transactional_db, tmp_path):
     """`serve_graphs` as a deployed revision runs it, serving the chat's deep agent (offline scripted model)."""
     config = tmp_path / "langgraph.json"
     config.write_text(json.dumps({"graphs": {"agent": "chat.agent.graph:build_graph"}}))
-    port = free_port()
-    served = ChildProcess("serve_graphs", "--config", str(config), "--port", str(port), env=SERVING_ENV,
-                          log_path=tmp_path / "serving.log").start()
-    try:
-        wait_for_http(f"http://127.0.0.1:{port}/ok", process=served.process, timeout=60, describe=served.output)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        served.stop()
+    with graphs_served(config, env=SERVING_ENV, log_path=tmp_path / "serving.log") as url:
+        yield url
 
 
 def test_with_api_url_base_api_the_default_paths_hold_a_whole_conversation(chat_server, transactional_db):

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from chat.models import ChatRun, ChatThread
-from tests.chat.chat_support import (
+from tests.chat.support_chat import (
     SseReader,
     command,
     last_run_events,
@@ -22,11 +22,6 @@ from tests.chat.chat_support import (
 pytestmark = pytest.mark.live
 chat_server = live_chat_server(CHAT_MODEL="openai:gpt-5.4-mini", OPENAI_API_KEY="", CHAT_ALLOW_ANONYMOUS="false",
                                CHAT_MAX_STREAMS="2", CHAT_EVENT_RETENTION="12", CHAT_SSE_HEARTBEAT_SECONDS="0.3")
-
-
-@pytest.fixture
-def base(chat_server, transactional_db):
-    return chat_server.url
 
 
 @pytest.fixture

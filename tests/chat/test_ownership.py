@@ -10,15 +10,10 @@ from django.contrib.auth import get_user_model
 from django.test import Client as DjangoClient
 
 from chat.models import ChatThread
-from tests.chat.chat_support import command, live_chat_server, run_to_end
+from tests.chat.support_chat import command, live_chat_server, run_to_end
 
 pytestmark = pytest.mark.live
 chat_server = live_chat_server()
-
-
-@pytest.fixture
-def base(chat_server, transactional_db):
-    return chat_server.url
 
 
 @pytest.fixture
@@ -153,3 +148,19 @@ def test_an_x_tenant_id_the_key_may_not_use_is_403_on_every_route(base, make_cli
                         else {"error": "permission_denied", "message": message})
             assert response.json() == expected, route
     assert not ChatThread.objects.filter(pk=thread).exists()
+
+
+@pytest.mark.parametrize("change", ["password changed", "deactivated"])
+def test_a_session_stops_authenticating_once_its_user_changes_password_or_is_deactivated(base, callers, change):
+    thread = str(uuid.uuid4())
+    run_to_end(base, thread, "calculate 1 + 2", headers=callers["user_a"])
+    user = get_user_model().objects.get(username="alice")
+    if change == "password changed":
+        user.set_password("a-new-one")
+    else:
+        user.is_active = False
+    user.save()
+    # The session now counts for nobody: with CHAT_ALLOW_ANONYMOUS, the caller is the anonymous owner.
+    for route, response in attempts(base, thread, callers["user_a"]).items():
+        assert response.status_code == 404, (change, route, response.text)
+    assert httpx.get(f"{base}/api/threads", headers=callers["user_a"]).json() == []

@@ -10,7 +10,7 @@ import uuid
 import pytest
 from asgiref.testing import ApplicationCommunicator
 
-from chat import db
+from chat import db_executor
 from chat.consumers import open_streams
 from chat.hub import hubs, poller
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def close_chat_connections():
     yield
     # The pool's connections would keep the test database from being dropped at the end of the session.
-    db.close_connections()
+    db_executor.close_connections()
 
 
 async def settled(timeout: float = 10) -> None:
@@ -74,7 +74,7 @@ async def test_two_hundred_connect_disconnect_cycles_leak_no_task_hub_or_connect
     assert len(asyncio.all_tasks()) <= tasks_before
     # Database work runs on a fixed pool of threads, each with one connection: they cannot pile up with streams.
     assert len(other_threads()) <= other_threads_before
-    assert len([t for t in threading.enumerate() if t.name.startswith("chat-db")]) <= db.THREADS
+    assert len([t for t in threading.enumerate() if t.name.startswith("chat-db")]) <= db_executor.THREADS
 
 
 async def test_concurrent_streams_share_one_hub_per_thread_until_the_last_leaves():

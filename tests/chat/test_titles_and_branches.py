@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import uuid
-
 import httpx
 import pytest
 
 from chat.models import ChatThread
 from chat.services import TITLE_LENGTH, shorten_title
-from tests.chat.chat_support import (
+from tests.chat.support_chat import (
     ALL_CHANNELS,
     command,
     live_chat_server,
+    new_thread,
     replay,
     run_to_end,
     start_run,
@@ -21,15 +20,6 @@ from tests.chat.chat_support import (
 
 pytestmark = pytest.mark.live
 chat_server = live_chat_server()
-
-
-@pytest.fixture
-def base(chat_server, transactional_db):
-    return chat_server.url
-
-
-def new_thread() -> str:
-    return str(uuid.uuid4())
 
 
 def listed_title(base: str, thread: str) -> str:

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from accounts.models import Workspace
-from tests.chat.chat_support import live_chat_server, run_to_end
+from tests.chat.support_chat import live_chat_server, run_to_end
 from tracing.models import Run
 
 pytestmark = pytest.mark.live

@@ -16,7 +16,7 @@ from playwright.sync_api import expect  # noqa: E402
 
 from chat.models import ChatThread  # noqa: E402
 from tests.chatui.conftest import DESKTOP, live_page_server  # noqa: E402
-from tests.chatui.page_support import (  # noqa: E402
+from tests.chatui.support_page import (  # noqa: E402
     assistant_turns,
     composer,
     final_answer,

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from tests.support import BASE_DIR
+from tests.support_processes import BASE_DIR
 
 pytestmark = [pytest.mark.node, pytest.mark.no_postgres_pass]
 FRONTEND = BASE_DIR / "frontend"

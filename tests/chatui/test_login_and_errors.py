@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model  # noqa: E402
 from playwright.sync_api import expect  # noqa: E402
 
 from tests.chatui.conftest import live_page_server  # noqa: E402
-from tests.chatui.page_support import send, thread_id_in_url, wait_for_run_end  # noqa: E402
+from tests.chatui.support_page import send, thread_id_in_url, wait_for_run_end  # noqa: E402
 
 pytestmark = [pytest.mark.live, pytest.mark.browser]
 page_server = live_page_server(CHAT_ALLOW_ANONYMOUS="false", CHAT_MODEL="openai:gpt-5.4-mini", OPENAI_API_KEY="")

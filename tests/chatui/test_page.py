@@ -15,8 +15,8 @@ from playwright.sync_api import expect  # noqa: E402
 
 from chat.models import ChatRun  # noqa: E402
 from tests.chatui.conftest import PHONE, live_page_server  # noqa: E402
-from tests.chatui.netcut import CuttableProxy  # noqa: E402
-from tests.chatui.page_support import (  # noqa: E402
+from tests.chatui.support_netcut import CuttableProxy  # noqa: E402
+from tests.chatui.support_page import (  # noqa: E402
     EXAMPLE,
     assistant_turns,
     composer,
@@ -46,6 +46,13 @@ def expect_example_answered(page) -> None:
     for name in ("researcher", "math-whiz"):
         expect(subagent(page, name)).to_have_attribute("data-status", "complete")
     assert "714" in final_answer(page)
+
+
+def send_example_until_the_researcher_runs(page, base: str) -> None:
+    """Open the chat page, send the example prompt, and wait until its researcher is at work (mid-run)."""
+    page.goto(f"{base}/chat/")
+    send(page, EXAMPLE)
+    expect(subagent(page, "researcher")).to_have_attribute("data-status", "running")
 
 
 def test_the_example_prompt_streams_both_subagents_into_a_final_answer(base, new_page, shoot):
@@ -117,9 +124,7 @@ def test_the_example_prompt_streams_both_subagents_into_a_final_answer(base, new
 
 def test_a_reload_mid_run_reattaches_and_shows_everything_so_far(base, new_page, shoot):
     page = new_page()
-    page.goto(f"{base}/chat/")
-    send(page, EXAMPLE)
-    expect(subagent(page, "researcher")).to_have_attribute("data-status", "running")
+    send_example_until_the_researcher_runs(page, base)
     page.reload()
 
     # Back mid-run: the cards are there, the run is still on, and it finishes on screen.
@@ -137,9 +142,7 @@ def test_a_reload_mid_run_reattaches_and_shows_everything_so_far(base, new_page,
 
 def test_stop_cancels_the_run_mid_way(base, new_page, shoot):
     page = new_page()
-    page.goto(f"{base}/chat/")
-    send(page, EXAMPLE)
-    expect(subagent(page, "researcher")).to_have_attribute("data-status", "running")
+    send_example_until_the_researcher_runs(page, base)
     stop_button(page).click()
 
     wait_for_run_end(page)

@@ -5,9 +5,9 @@ from types import SimpleNamespace
 import pytest
 
 from core.services import job_claim, job_finish
-from deployments.runners import get_runner
-from tests.deployments.support import make_project, tarball
-from tests.support import ChildProcess, LiveServer
+from deployments.services import get_runner
+from tests.deployments.support_projects import make_project, tarball
+from tests.support_processes import ChildProcess, LiveServer
 
 
 @pytest.fixture

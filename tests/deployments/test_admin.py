@@ -1,9 +1,13 @@
-"""The admin shows deployments and revisions with status and logs, and redeploys and interrupts through services."""
+"""The admin shows deployments and revisions with status and logs, and redeploys and interrupts through services;
+the status link `langgraph deploy` prints opens a deployment's admin page."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from django.contrib.auth import get_user_model
+from django.test import Client
 
 from deployments.models import Deployment, Revision
 
@@ -40,3 +44,44 @@ def test_the_admin_interrupts_and_redeploys_revisions(admin_client, internal_dep
     admin_client.post("/admin/deployments/deployment/", {"action": "delete_deployments",
                                                          "_selected_action": [deployment["id"]]})
     assert Deployment.objects.get(id=deployment["id"]).status == "AWAITING_DELETE"
+
+
+@pytest.fixture
+def cli_deployment(api_client, deploy_settings):
+    """A deployment as `langgraph deploy` creates it (no revision yet), and the status link it prints."""
+    response = api_client.post("/v2/deployments", {"name": "cli-agent", "source": "internal_source"}, format="json")
+    assert response.status_code == 201, response.content
+    deployment = response.json()
+    return deployment, f"/o/{deployment['tenant_id']}/host/deployments/{deployment['id']}"
+
+
+def test_the_status_link_sends_a_visitor_who_is_not_logged_in_to_the_admin_login_and_back(cli_deployment):
+    _, link = cli_deployment
+    response = Client().get(link)
+    assert response.status_code == 302 and response["Location"] == f"/admin/login/?next={link}"
+    # Nothing is looked up for a stranger: an unknown deployment gets the same answer.
+    unknown = f"/o/{uuid.uuid4()}/host/deployments/{uuid.uuid4()}"
+    assert Client().get(unknown)["Location"] == f"/admin/login/?next={unknown}"
+
+
+def test_the_status_link_sends_a_logged_in_user_who_is_not_staff_to_the_admin_login(cli_deployment):
+    _, link = cli_deployment
+    client = Client()
+    client.force_login(get_user_model().objects.create_user("chat-user", "", "pw-for-tests"))
+    response = client.get(link)
+    assert response.status_code == 302 and response["Location"] == f"/admin/login/?next={link}"
+
+
+def test_the_status_link_opens_the_deployments_admin_page_for_staff(admin_client, cli_deployment):
+    deployment, link = cli_deployment
+    response = admin_client.get(link, follow=True)
+    assert response.redirect_chain == [(f"/admin/deployments/deployment/{deployment['id']}/change/", 302)]
+    assert response.status_code == 200 and b"cli-agent" in response.content
+
+
+def test_the_status_link_of_an_unknown_deployment_or_of_another_workspace_is_not_found(admin_client, cli_deployment,
+                                                                                        other_workspace):
+    deployment, _ = cli_deployment
+    assert admin_client.get(f"/o/{other_workspace.id}/host/deployments/{deployment['id']}").status_code == 404
+    assert admin_client.get(f"/o/{deployment['tenant_id']}/host/deployments/{uuid.uuid4()}").status_code == 404
+    assert admin_client.get(f"/o/{deployment['tenant_id']}/host/deployments/not-an-id").status_code == 404

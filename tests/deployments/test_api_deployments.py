@@ -10,7 +10,7 @@ import pytest
 from core.models import Job
 from core.pagination import MAX_OFFSET
 from deployments.models import Deployment, Revision
-from tests.deployments.support import git_repo, make_project
+from tests.deployments.support_projects import git_repo, make_project
 
 pytestmark = pytest.mark.django_db
 

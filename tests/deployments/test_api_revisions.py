@@ -12,7 +12,7 @@ from core.pagination import MAX_OFFSET
 from deployments import services
 from deployments.models import Revision, RevisionLog
 from deployments.uploads import object_file
-from tests.deployments.support import tarball
+from tests.deployments.support_projects import tarball
 
 pytestmark = pytest.mark.django_db
 
@@ -263,7 +263,7 @@ def test_a_tarball_path_of_another_deployment_or_not_uploaded_is_refused(api_cli
 
 
 def test_upload_url_is_only_for_internal_source(api_client, deploy_settings, tmp_path):
-    from tests.deployments.support import git_repo, make_project
+    from tests.deployments.support_projects import git_repo, make_project
 
     url = git_repo(make_project(tmp_path / "repos" / "r"))
     deployment = api_client.post("/v2/deployments", {"name": "g", "source": "github",

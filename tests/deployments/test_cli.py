@@ -8,12 +8,16 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote, urlsplit
 
+import httpx
 import pytest
 
 from accounts.services import api_key_create
+from core.processes import pid_alive
 from deployments.models import Deployment, Revision
-from tests.deployments.support import make_project, pid_alive, wait_for
+from tests.deployments.support_projects import make_project
+from tests.support_processes import wait_for
 
 pytestmark = pytest.mark.live
 
@@ -47,6 +51,12 @@ def test_langgraph_deploy_remote_and_its_subcommands_work_unchanged(langgraph):
     assert "Deployment successful!" in output
     deployment = Deployment.objects.get(name="cli-agent")
     assert f"URL: {langgraph.stack.url}/deployments/{deployment.id}" in output
+    # The printed status link answers: a visitor not logged in is sent to the admin login, which comes back to it.
+    status_link = f"{langgraph.stack.url}/o/{deployment.workspace_id}/host/deployments/{deployment.id}"
+    assert f"View status: {status_link}" in output
+    answer = httpx.get(status_link, trust_env=False)
+    assert answer.status_code == 302
+    assert answer.headers["Location"] == "/admin/login/?next=" + quote(urlsplit(status_link).path)
     # (--verbose streams build-log lines only while a poll finds the revision building: timing-dependent, so the
     # build log is checked below with `deploy logs`.)
     revision = Revision.objects.get(deployment=deployment)

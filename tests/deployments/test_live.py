@@ -11,8 +11,10 @@ import pytest
 from django.conf import settings as django_settings
 
 from accounts.services import api_key_create, workspace_create
+from core.processes import pid_alive
 from deployments.models import Revision
-from tests.deployments.support import GRAPH, git_repo, make_project, pid_alive, tarball, wait_for
+from tests.deployments.support_projects import GRAPH, git_repo, make_project, tarball
+from tests.support_processes import wait_for
 from tracing.models import Run
 
 pytestmark = pytest.mark.live

@@ -9,10 +9,11 @@ import uuid
 import pytest
 
 from accounts.services import api_key_create, workspace_create
-from tests.agentserver import scenarios
-from tests.agentserver.sdk_support import CLIENT_KINDS, SdkClient, status_of
-from tests.deployments.support import deploy_test_project, wait_for
+from tests.agentserver import support_scenarios as scenarios
+from tests.agentserver.support_sdk import CLIENT_KINDS, SdkClient, status_of
+from tests.deployments.support_projects import deploy_test_project
 from tests.deployments.test_live import Api
+from tests.support_processes import wait_for
 
 pytestmark = pytest.mark.live
 

@@ -1,13 +1,13 @@
 """LangChain's JS clients against a revision the local runner built and serves, at its stable URL's root: the
 official `Client` in Node (tests/js/agent_server_client.mjs) and React's `useStream` in Chromium (the test page of
-tests/agentserver/js_support.py), both in their default Agent Server mode."""
+tests/agentserver/support_js.py), both in their default Agent Server mode."""
 
 from __future__ import annotations
 
 import pytest
 
 from accounts.services import api_key_create
-from tests.agentserver.js_support import (
+from tests.agentserver.support_js import (
     UseStreamPage,
     assert_report,
     build_page,
@@ -18,7 +18,7 @@ from tests.agentserver.js_support import (
 )
 from tests.chatui import conftest as chatui
 from tests.chatui.conftest import DESKTOP, PHONE
-from tests.deployments.support import deploy_test_project
+from tests.deployments.support_projects import deploy_test_project
 from tests.deployments.test_live import Api
 
 # The chat page tests' browser fixtures (Debian's Chromium driven by Playwright).

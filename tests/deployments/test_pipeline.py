@@ -8,7 +8,7 @@ from core.models import Job
 from core.services import job_claim, job_enqueue
 from deployments import pipeline
 from deployments.models import Deployment, Revision, RevisionLog
-from tests.deployments.support import CONFIG, make_project, tarball
+from tests.deployments.support_projects import CONFIG, make_project, tarball
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -92,7 +92,7 @@ def test_the_reconciler_fails_a_live_revision_whose_job_is_gone(internal_deploym
 
 
 def test_a_git_ref_that_does_not_exist_fails_the_build(api_client, deploy_settings, tmp_path, run_jobs):
-    from tests.deployments.support import git_repo
+    from tests.deployments.support_projects import git_repo
 
     url = git_repo(make_project(tmp_path / "repos" / "agent"))
     body = {"name": "git-agent", "source": "github", "source_config": {"repo_url": url},
@@ -104,7 +104,7 @@ def test_a_git_ref_that_does_not_exist_fails_the_build(api_client, deploy_settin
 
 
 def test_a_package_graph_with_an_already_installed_dependency_builds_offline(internal_deployment, tmp_path, run_jobs):
-    from tests.deployments.support import GRAPH
+    from tests.deployments.support_projects import GRAPH
 
     project = make_project(tmp_path / "pkg", config={"dependencies": [".", "httpx>=0.27"],
                                                      "graphs": {"agent": "my_agent.graph:graph"}},

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from django.core.management import call_command
 
-from tests.deployments.support import make_project, wait_for
-from tests.support import ChildProcess, free_port, wait_for_http
+from tests.deployments.support_projects import make_project
+from tests.support_processes import ChildProcess, free_port, wait_for, wait_for_http
 
 pytestmark = [pytest.mark.live, pytest.mark.no_postgres_pass]
 
@@ -58,7 +58,7 @@ def test_the_build_check_loads_and_compiles_every_graph(two_graph_project):
 
 def test_serve_graphs_serves_every_graph_by_its_assistant_id(two_graph_project, tmp_path):
     port = free_port()
-    env = {"DJANGO_SETTINGS_MODULE": "deployments.serving_settings", "SQLITE_PATH": str(tmp_path / "serve.sqlite3"),
+    env = {"DJANGO_SETTINGS_MODULE": "deployments.serving.settings", "SQLITE_PATH": str(tmp_path / "serve.sqlite3"),
            "DATA_DIR": str(tmp_path), "DATABASE_URL": "", "REDIS_URL": "", "CHAT_ALLOW_ANONYMOUS": "true",
            "CHAT_TRACING_PROJECT": "", "PYTHONPATH": str(two_graph_project)}
     server = ChildProcess("serve_graphs", "--config", str(two_graph_project / "langgraph.json"), "--port", str(port),
@@ -70,6 +70,27 @@ def test_serve_graphs_serves_every_graph_by_its_assistant_id(two_graph_project, 
             for assistant_id, graph in (("second", "second"), ("first", "first"), ("_", "first"),
                                         ("not-a-graph", "first")):
                 assert answered_by(client, assistant_id) == graph, (assistant_id, server.output())
+    finally:
+        server.stop()
+
+
+def test_a_serving_process_refuses_requests_without_its_token_and_answers_unknown_paths_404(two_graph_project,
+                                                                                           tmp_path):
+    port = free_port()
+    env = {"DJANGO_SETTINGS_MODULE": "deployments.serving.settings", "SQLITE_PATH": str(tmp_path / "serve.sqlite3"),
+           "DATA_DIR": str(tmp_path), "DATABASE_URL": "", "REDIS_URL": "", "CHAT_TRACING_PROJECT": "",
+           "PYTHONPATH": str(two_graph_project), "SERVE_GRAPHS_TOKEN": "proxy-token"}
+    server = ChildProcess("serve_graphs", "--config", str(two_graph_project / "langgraph.json"), "--port", str(port),
+                          env=env, log_path=tmp_path / "serve.log").start()
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/ok", process=server.process, describe=server.output, timeout=60)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30, trust_env=False) as client:
+            refused = client.get("/api/info")
+            assert refused.status_code == 403
+            assert refused.content == (b'{"error": "permission_denied", "message": "Requests must come through the '
+                                       b'deployment\'s URL."}')
+            unknown = client.get("/no/such/path", headers={"X-Serving-Token": "proxy-token"})
+            assert unknown.status_code == 404 and unknown.content == b'{"detail": "Not Found"}'
     finally:
         server.stop()
 

@@ -13,10 +13,12 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from werkzeug.serving import make_server
 
 from core import egress
-from tests.s3 import allow
+from tests.exports.support_destinations import BUCKET, WRITE_ACTIONS, localhost_resolver
+from tests.exports.support_exports import create_destination
+from tests.support_processes import server_fixture
+from tests.support_s3 import allow
+from tracing.models import TracingProject
 
-BUCKET = "export-bucket"
-WRITE_ACTIONS = ["s3:PutObject", "s3:GetObject", "s3:DeleteObject"]
 # Connections the test infrastructure itself may open (PostgreSQL, Redis) are not the code under test.
 INFRASTRUCTURE_PORTS = {5432, 6379}
 
@@ -38,13 +40,6 @@ def egress_loopback(settings):
     return settings
 
 
-def localhost_resolver(host: str) -> list[str]:
-    """`localhost` and every `*.localhost` name resolve to 127.0.0.1 (glibc here resolves no subdomains)."""
-    if host == "localhost" or host.endswith(".localhost"):
-        return ["127.0.0.1"]
-    raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-
-
 @pytest.fixture
 def localhost_dns():
     with egress.use_resolver(localhost_resolver):
@@ -62,19 +57,16 @@ def writer(s3, bucket):
     return s3.create_user("writer", [allow(WRITE_ACTIONS, bucket)])
 
 
-def destination_body(endpoint: str | None, credentials, *, bucket: str = BUCKET, name: str = "My exports",
-                     **config) -> dict:
-    body = {"destination_type": "s3", "display_name": name,
-            "config": {"bucket_name": bucket, "prefix": "exports", **config}}
-    if endpoint is not None:
-        body["config"]["endpoint_url"] = endpoint
-    if credentials is not None:
-        body["credentials"] = credentials if isinstance(credentials, dict) else credentials.as_dict()
-    return body
+@pytest.fixture
+def project(request, workspace):
+    """A tracing project of the owner's workspace, named after the test module ("export_api" for test_export_api)."""
+    return TracingProject.objects.create(workspace=workspace, name=request.module.__name__.rsplit(".test_", 1)[-1])
 
 
-def object_keys(s3, bucket: str = BUCKET) -> list[str]:
-    return [o["Key"] for o in s3.client().list_objects_v2(Bucket=bucket).get("Contents", [])]
+@pytest.fixture
+def destination(api_client, s3, writer):
+    """A destination made through the API on the loopback S3 server, with the writer's credentials (as answered)."""
+    return create_destination(api_client, s3, writer)
 
 
 # --- recording S3 server ---------------------------------------------------------------------------
@@ -126,11 +118,7 @@ class RecordingS3Server:
         self.thread.join()
 
 
-@pytest.fixture(scope="session")
-def recording_server():
-    server = RecordingS3Server()
-    yield server
-    server.stop()
+recording_server = server_fixture(RecordingS3Server)
 
 
 @pytest.fixture
@@ -263,9 +251,3 @@ def fake_http():
     yield start
     for server in started:
         server.stop()
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]

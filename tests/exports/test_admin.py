@@ -7,10 +7,11 @@ import re
 import pytest
 from django.db import connection
 
-from exports import usage
-from exports.models import CredentialVersion, Destination
-from tests.exports.conftest import BUCKET, WRITE_ACTIONS, destination_body, object_keys
-from tests.s3 import allow
+from exports.bulk_exports import services as export_services
+from exports.destinations.models import CredentialVersion, Destination
+from tests.exports.support_destinations import BUCKET, WRITE_ACTIONS, destination_body, object_keys
+from tests.exports.support_exports import unfinished_export
+from tests.support_s3 import allow
 
 pytestmark = pytest.mark.usefixtures("egress_loopback")
 ADD = "/admin/exports/destination/add/"
@@ -136,14 +137,24 @@ def test_the_admin_shares_the_validation_rate_limit_and_sends_nothing_when_over_
     assert len(connections) == before
 
 
-def test_deleting_from_the_admin_goes_through_the_service(admin_client, destination):
-    usage.register("busy", destinations_in_use=lambda ids: ids, pinned_credential_versions=lambda ids: [])
-    try:
-        response = admin_client.post(CHANGELIST, {"action": "delete_destinations",
-                                                  "_selected_action": [destination.id]}, follow=True)
-    finally:
-        usage.unregister("busy")
+def test_the_admin_shows_field_errors_even_when_the_test_write_budget_is_spent(admin_client, workspace, destination,
+                                                                              s3, writer, settings):
+    # One per minute: the API call that created the destination spent it (same scope, same workspace).
+    settings.THROTTLE_RATES = {**settings.THROTTLE_RATES, "destination-validation": "1/min"}
+    malformed = admin_client.post(ADD, add_form(workspace, s3.endpoint, writer, bucket_name="Bad_Bucket"))
+    assert "Bucket names have 3-63 lowercase letters" in errors_of(malformed)
+    assert "Too many" not in errors_of(malformed)
+    refused = admin_client.post(ADD, add_form(workspace, s3.endpoint, writer))
+    assert "Too many destination validations in this workspace" in errors_of(refused)
+    assert Destination.objects.count() == 1
+
+
+def test_deleting_from_the_admin_goes_through_the_service(admin_client, workspace, destination):
+    export = unfinished_export(workspace, destination.id)
+    response = admin_client.post(CHANGELIST, {"action": "delete_destinations", "_selected_action": [destination.id]},
+                                 follow=True)
     assert "has not finished" in response.content.decode()
+    export_services.export_cancel(export=export)
     admin_client.post(CHANGELIST, {"action": "delete_destinations", "_selected_action": [destination.id]})
     destination.refresh_from_db()
     assert destination.deleted_at is not None

@@ -7,7 +7,7 @@ import pytest
 from core import egress
 from core.egress import EgressDenied
 from exports import storage
-from tests.exports.conftest import BUCKET
+from tests.exports.support_destinations import BUCKET
 
 pytestmark = pytest.mark.usefixtures("egress_loopback")
 METADATA = "169.254.169.254"

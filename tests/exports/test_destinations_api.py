@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from django.db import connection
 
-from exports import usage
-from exports.models import CredentialVersion, Destination
-from tests.exports.conftest import BUCKET, WRITE_ACTIONS, closed_port, destination_body, object_keys
-from tests.s3 import allow
+from exports.bulk_exports import services as export_services
+from exports.destinations.models import CredentialVersion, Destination
+from tests.exports.support_destinations import BUCKET, WRITE_ACTIONS, closed_port, destination_body, object_keys
+from tests.exports.support_exports import unfinished_export
+from tests.support_s3 import allow
 
 pytestmark = pytest.mark.usefixtures("egress_loopback")
 URL = "/api/v1/bulk-exports/destinations"
@@ -139,7 +142,8 @@ def test_a_huge_response_is_cut_off(api_client, fake_http):
 def test_a_private_endpoint_is_refused_before_any_connection(api_client, connections, settings):
     settings.EGRESS_ALLOWLIST = []
     body = destination_body("http://10.0.0.5:9000", {"access_key_id": "A", "secret_access_key": "s"})
-    assert failure(create(api_client, body)) == "Refused to connect to 10.0.0.5: private address."
+    assert failure(create(api_client, body)) == ("Refused to connect to 10.0.0.5: private address. An operator can "
+                                                 "allow it by adding it to EGRESS_ALLOWLIST.")
     assert connections == []
 
 
@@ -285,7 +289,7 @@ def test_patch_with_partial_or_extra_fields_is_422(api_client, destination, body
 
 
 def test_a_losing_concurrent_patch_is_409_and_stores_nothing(api_client, destination, s3, bucket, monkeypatch):
-    from exports import services
+    from exports.destinations import services
 
     successor = s3.create_user("successor", [allow(WRITE_ACTIONS, bucket)])
     real_validate = services._validate
@@ -311,16 +315,14 @@ def test_delete_hides_the_destination_and_retires_its_credentials(api_client, de
     assert CredentialVersion.objects.get().retired_at is not None
 
 
-def test_delete_is_409_while_an_unfinished_export_uses_the_destination(api_client, destination):
-    usage.register("test-exports", destinations_in_use=lambda ids: [i for i in ids if str(i) == destination["id"]],
-                   pinned_credential_versions=lambda ids: [])
-    try:
-        response = api_client.delete(f"{URL}/{destination['id']}")
-    finally:
-        usage.unregister("test-exports")
+def test_delete_is_409_while_an_unfinished_export_uses_the_destination(api_client, workspace, destination):
+    export = unfinished_export(workspace, destination["id"])
+    response = api_client.delete(f"{URL}/{destination['id']}")
     assert response.status_code == 409
     assert "not finished" in response.json()["detail"]
     assert api_client.get(f"{URL}/{destination['id']}").status_code == 200
+    export_services.export_cancel(export=export)
+    assert api_client.delete(f"{URL}/{destination['id']}").status_code == 204
 
 
 # --- rate limit ------------------------------------------------------------------------------------
@@ -337,6 +339,26 @@ def test_validation_is_rate_limited_per_workspace_with_no_outbound_traffic(api_c
     assert response.status_code == 429 and "Retry-After" in response
     assert len(connections) == before
     assert Destination.objects.count() == 2
+
+
+def test_only_requests_that_reach_the_test_write_count_and_a_malformed_body_is_422_when_the_budget_is_spent(
+        api_client, settings, connections, s3, writer):
+    settings.THROTTLE_RATES = {**settings.THROTTLE_RATES, "destination-validation": "1/min"}
+    malformed = destination_body(s3.endpoint, writer, bucket="Not A Bucket")
+    assert [create(api_client, malformed).status_code for _ in range(3)] == [422, 422, 422]
+    created = create(api_client, destination_body(s3.endpoint, writer))
+    assert created.status_code == 200  # the malformed bodies used none of the budget: this is its one test write
+    before = len(connections)
+    assert create(api_client, destination_body(s3.endpoint, writer)).status_code == 429
+    assert create(api_client, malformed).status_code == 422
+    url = f"{URL}/{created.json()['id']}"
+    assert api_client.patch(url, {"credentials": {"access_key_id": "A"}}, format="json").status_code == 422
+    assert api_client.patch(f"{URL}/{uuid.uuid4()}", {"credentials": writer.as_dict()},
+                            format="json").status_code == 404
+    refused = api_client.patch(url, {"credentials": writer.as_dict()}, format="json")
+    assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
+    assert "Too many destination validations" in refused.json()["detail"]
+    assert len(connections) == before
 
 
 def test_credentials_are_stored_encrypted(api_client, destination, writer):

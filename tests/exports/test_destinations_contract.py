@@ -7,9 +7,9 @@ import yaml
 from django.core.management import call_command
 
 from exports import storage
-from exports.models import Destination
-from tests.exports.conftest import BUCKET, destination_body
-from tests.s3 import allow
+from exports.destinations.models import Destination
+from tests.exports.support_destinations import BUCKET, destination_body
+from tests.support_s3 import allow
 
 pytestmark = pytest.mark.usefixtures("egress_loopback")
 URL = "/api/v1/bulk-exports/destinations"

@@ -12,7 +12,7 @@ import pytest
 
 from core import egress
 from core.egress import EgressDenied, check_host, check_url, egress_http_request
-from tests.exports.conftest import localhost_resolver
+from tests.exports.support_destinations import localhost_resolver
 
 pytestmark = pytest.mark.no_postgres_pass
 
@@ -97,7 +97,8 @@ def test_the_deny_matrix_through_the_api_opens_zero_connections(api_client, stub
 def test_the_refusal_names_the_address_and_the_reason():
     with pytest.raises(EgressDenied) as refused:
         check_host("10.0.0.5")
-    assert refused.value.detail == "Refused to connect to 10.0.0.5: private address."
+    assert refused.value.detail == ("Refused to connect to 10.0.0.5: private address. An operator can allow it by "
+                                    "adding it to EGRESS_ALLOWLIST.")
     assert refused.value.status_code == 400
 
 

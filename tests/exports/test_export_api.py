@@ -7,10 +7,10 @@ import uuid
 import pytest
 
 from core.models import Job
-from exports import export_services
-from exports.models import BulkExport, BulkExportRun
-from tests.exports.conftest import BUCKET
-from tests.exports.export_support import (
+from exports.bulk_exports import services as export_services
+from exports.bulk_exports.models import BulkExport, BulkExportRun
+from tests.exports.support_destinations import BUCKET
+from tests.exports.support_exports import (
     DAY1,
     EXPORTS_URL,
     Background,
@@ -18,25 +18,13 @@ from tests.exports.export_support import (
     create_export,
     drain,
     export_body,
-    object_key,
-    parquet_keys,
-    read_parquet,
-    runs_of,
-    seed_runs,
+    export_runs_of,
+    seed_trace_runs,
 )
+from tests.exports.support_files import object_key, parquet_keys, read_parquet
 from tracing.models import TracingProject
 
 pytestmark = pytest.mark.usefixtures("egress_loopback")
-
-
-@pytest.fixture
-def project(workspace):
-    return TracingProject.objects.create(workspace=workspace, name="api")
-
-
-@pytest.fixture
-def destination(api_client, s3, writer):
-    return create_destination(api_client, s3, writer)
 
 
 def test_create_answers_200_with_the_export_in_the_wire_shape(api_client, workspace, project, destination):
@@ -51,7 +39,7 @@ def test_create_answers_200_with_the_export_in_the_wire_shape(api_client, worksp
     assert export["start_time"] == "2026-03-01T00:00:00Z" and export["end_time"] == "2026-03-04T00:00:00Z"
     assert api_client.get(f"{EXPORTS_URL}/{export['id']}").json() == export
     assert api_client.get(EXPORTS_URL).json() == [export]  # a bare array
-    runs = runs_of(api_client, export["id"])
+    runs = export_runs_of(api_client, export["id"])
     assert [(r["start_time"][:10], r["status"], r["retry_number"], r["errors"]) for r in runs] == [
         ("2026-03-01", "Created", 0, None), ("2026-03-02", "Created", 0, None), ("2026-03-03", "Created", 0, None)]
     assert runs[0]["metadata"]["result"] is None and runs[0]["metadata"]["execution_backend"] is None
@@ -66,10 +54,10 @@ def test_explicit_nulls_and_the_java_sdks_format_version_alias_are_accepted(api_
     assert (export["format_version"], export["compression"], export["filter"]) == ("v2_beta", "gzip", None)
 
 
-def test_runs_split_at_utc_midnights(api_client, project, destination):
+def test_export_runs_split_at_utc_midnights(api_client, project, destination):
     export = create_export(api_client, destination, project, start_time="2026-03-01T22:00:00+02:00",
                            end_time="2026-03-02T12:30:00Z")
-    assert [(r["start_time"], r["end_time"]) for r in runs_of(api_client, export["id"])] == [
+    assert [(r["start_time"], r["end_time"]) for r in export_runs_of(api_client, export["id"])] == [
         ("2026-03-01T20:00:00Z", "2026-03-02T00:00:00Z"), ("2026-03-02T00:00:00Z", "2026-03-02T12:30:00Z")]
 
 
@@ -120,8 +108,9 @@ def test_a_filter_outside_the_supported_language_is_422_never_ignored(api_client
     assert not BulkExport.objects.exists()
 
 
-def test_a_filter_on_is_root_and_run_type_exports_only_matching_runs(api_client, workspace, project, s3, destination):
-    runs = seed_runs(workspace, project, days=1, per_day=30)
+def test_a_filter_on_is_root_and_run_type_exports_only_matching_trace_runs(
+        api_client, workspace, project, s3, destination):
+    runs = seed_trace_runs(workspace, project, days=1, per_day=30)
     export = create_export(api_client, destination, project, days=1,
                            filter='and(eq(is_root, true), or(eq(run_type, "llm"), eq(run_type, \'tool\')))')
     drain()
@@ -132,7 +121,7 @@ def test_a_filter_on_is_root_and_run_type_exports_only_matching_runs(api_client,
 
 
 def test_has_neq_and_comparisons_on_names(api_client, workspace, project, s3, destination):
-    runs = seed_runs(workspace, project, days=1, per_day=12)
+    runs = seed_trace_runs(workspace, project, days=1, per_day=12)
     condition = 'and(has(tags, "t1"), neq(run_type, "chain"), gte(name, "step-1"), lt(name, "step-9"))'
     export = create_export(api_client, destination, project, days=1, filter=condition)
     drain()
@@ -155,9 +144,9 @@ def test_another_workspaces_destination_or_project_is_404(api_client, outsider_c
     assert not BulkExport.objects.exists()
 
 
-def test_another_workspaces_export_and_runs_are_404(api_client, outsider_client, project, destination):
+def test_another_workspaces_export_and_export_runs_are_404(api_client, outsider_client, project, destination):
     export = create_export(api_client, destination, project)
-    run_id = runs_of(api_client, export["id"])[0]["id"]
+    run_id = export_runs_of(api_client, export["id"])[0]["id"]
     for path in (f"{EXPORTS_URL}/{export['id']}", f"{EXPORTS_URL}/{export['id']}/runs",
                  f"{EXPORTS_URL}/{export['id']}/runs/{run_id}",
                  f"{EXPORTS_URL}/runs?source_bulk_export_id={export['id']}"):
@@ -195,13 +184,13 @@ def test_creation_is_throttled_per_workspace(api_client, project, destination, s
 # --- cancel ----------------------------------------------------------------------------------------
 
 
-def test_cancelling_before_the_runs_start_ends_them_at_once(api_client, workspace, project, s3, destination):
-    seed_runs(workspace, project, days=3, per_day=3)
+def test_cancelling_before_the_export_runs_start_ends_them_at_once(api_client, workspace, project, s3, destination):
+    seed_trace_runs(workspace, project, days=3, per_day=3)
     export = create_export(api_client, destination, project)
     response = api_client.patch(f"{EXPORTS_URL}/{export['id']}", {"status": "Cancelled"}, format="json")
     assert response.status_code == 200
     assert response.json()["status"] == "Cancelled" and response.json()["finished_at"] is not None
-    assert {r["status"] for r in runs_of(api_client, export["id"])} == {"Cancelled"}
+    assert {r["status"] for r in export_runs_of(api_client, export["id"])} == {"Cancelled"}
     drain()
     assert parquet_keys(s3) == []
     again = api_client.patch(f"{EXPORTS_URL}/{export['id']}", {"status": "Cancelled"}, format="json")
@@ -215,19 +204,19 @@ def test_cancel_takes_only_the_cancelled_status(api_client, project, destination
 
 
 def test_a_finished_export_cannot_be_cancelled(api_client, workspace, project, destination):
-    seed_runs(workspace, project, days=1, per_day=2)
+    seed_trace_runs(workspace, project, days=1, per_day=2)
     export = create_export(api_client, destination, project, days=1)
     drain()
     response = api_client.patch(f"{EXPORTS_URL}/{export['id']}", {"status": "Cancelled"}, format="json")
     assert response.status_code == 409 and "Completed" in response.json()["detail"]
 
 
-def test_cancelling_a_running_export_stops_its_run_at_the_next_batch(transactional_db, api_client, workspace,
+def test_cancelling_a_running_export_stops_its_export_run_at_the_next_batch(transactional_db, api_client, workspace,
                                                                     project, s3, destination, settings):
     settings.EXPORT_BATCH_ROWS = settings.EXPORT_ROW_GROUP_ROWS = 5
     settings.EXPORT_FILE_ROLLOVER_BYTES = 1
     settings.EXPORT_BATCH_PAUSE_SECONDS = 0.1
-    seed_runs(workspace, project, days=1, per_day=40, minutes_apart=1)
+    seed_trace_runs(workspace, project, days=1, per_day=40, minutes_apart=1)
     export = create_export(api_client, destination, project, days=1)
     run = BulkExportRun.objects.get(bulk_export_id=export["id"])
 
@@ -256,13 +245,14 @@ def test_a_destination_in_use_by_an_unfinished_export_cannot_be_deleted(api_clie
     assert api_client.delete(url).status_code == 204
 
 
-def test_runs_beyond_the_workspace_limits_wait_in_the_queue(api_client, workspace, project, destination, settings):
+def test_export_runs_beyond_the_workspace_limits_wait_in_the_queue(
+        api_client, workspace, project, destination, settings):
     settings.EXPORT_MAX_RUNNING_RUNS = 2
     settings.EXPORT_MAX_RUNNING_EXPORTS = 1
-    seed_runs(workspace, project, days=3, per_day=2)
+    seed_trace_runs(workspace, project, days=3, per_day=2)
     first = create_export(api_client, destination, project)
     second = create_export(api_client, destination, project)
-    export_services.runs_dispatch()
+    export_services.export_runs_dispatch()
     queued = BulkExportRun.objects.filter(job_id__isnull=False)
     assert queued.count() == 2 and {str(r.bulk_export_id) for r in queued} == {first["id"]}
     assert Job.objects.filter(kind="exports.run").count() == 2
@@ -274,11 +264,11 @@ def test_runs_beyond_the_workspace_limits_wait_in_the_queue(api_client, workspac
 
 def test_a_destination_whose_endpoint_names_the_bucket_gets_keys_without_it(api_client, workspace, project, s3,
                                                                            writer, localhost_dns):
-    seed_runs(workspace, project, days=1, per_day=3)
+    seed_trace_runs(workspace, project, days=1, per_day=3)
     destination = create_destination(api_client, s3, writer, endpoint_url=f"http://{BUCKET}.localhost:{s3.port}",
                                      include_bucket_in_prefix=False)
     export = create_export(api_client, destination, project, days=1)
     drain()
     key = object_key(export, workspace, project, DAY1, 0)
     assert parquet_keys(s3) == [key]
-    assert runs_of(api_client, export["id"])[0]["metadata"]["result"]["exported_files"] == [key]
+    assert export_runs_of(api_client, export["id"])[0]["metadata"]["result"]["exported_files"] == [key]

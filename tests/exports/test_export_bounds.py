@@ -9,28 +9,16 @@ from datetime import timedelta
 
 import pytest
 
-from exports import parquet
-from exports.multipart import MIN_PART_BYTES
-from exports.reader import PartitionReader
-from tests.exports.conftest import BUCKET
-from tests.exports.export_support import (
-    DAY1,
-    create_destination,
-    create_export,
-    drain,
-    object_key,
-    read_parquet,
-    runs_of,
-)
-from tracing.models import Run, TracingProject
+from exports.bulk_exports import parquet
+from exports.bulk_exports.multipart import MIN_PART_BYTES
+from exports.bulk_exports.reader import PartitionReader
+from tests.exports.support_destinations import BUCKET
+from tests.exports.support_exports import DAY1, create_destination, create_export, drain, export_runs_of
+from tests.exports.support_files import object_key, read_parquet
+from tracing.models import Run
 
 pytestmark = pytest.mark.usefixtures("egress_loopback")
 FETCH_BYTES = 64 * 1024
-
-
-@pytest.fixture
-def project(workspace):
-    return TracingProject.objects.create(workspace=workspace, name="large runs")
 
 
 def seed_large_runs(workspace, project, count: int, payload_chars: int) -> list[Run]:
@@ -51,7 +39,7 @@ def seed_large_runs(workspace, project, count: int, payload_chars: int) -> list[
     return sorted(runs, key=lambda run: (run.start_time, run.id))
 
 
-def test_a_run_larger_than_every_bound_is_exported_in_many_row_groups_and_parts_with_every_row_once(
+def test_an_export_run_larger_than_every_bound_is_written_in_many_row_groups_and_parts_with_every_row_once(
         api_client, workspace, project, s3, writer, settings):
     settings.EXPORT_BATCH_ROWS = 700
     settings.EXPORT_ROW_GROUP_ROWS = 100_000
@@ -71,7 +59,7 @@ def test_a_run_larger_than_every_bound_is_exported_in_many_row_groups_and_parts_
     head = s3.client().head_object(Bucket=BUCKET, Key=key)
     parts = math.ceil(head["ContentLength"] / MIN_PART_BYTES)
     assert parts >= 3 and head["ETag"].strip('"').endswith(f"-{parts}")  # a multipart upload of that many parts
-    assert runs_of(api_client, export["id"])[0]["metadata"]["result"]["rows_written"] == len(runs)
+    assert export_runs_of(api_client, export["id"])[0]["metadata"]["result"]["rows_written"] == len(runs)
 
 
 def test_a_page_holds_no_more_arrow_data_than_it_is_given_room_for(workspace, project):

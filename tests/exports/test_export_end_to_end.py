@@ -8,32 +8,24 @@ from datetime import timedelta
 import pyarrow as pa
 import pytest
 
-from tests.exports.export_support import (
+from tests.exports.support_exports import (
     DAY1,
     create_destination,
     create_export,
     drain,
-    object_key,
-    parquet_keys,
-    read_parquet,
-    runs_of,
-    seed_runs,
+    export_runs_of,
+    seed_trace_runs,
 )
-from tracing.models import TracingProject
+from tests.exports.support_files import object_key, parquet_keys, read_parquet
 from tracing.selectors import EXPORT_FIELDS
 
 pytestmark = pytest.mark.usefixtures("egress_loopback")
 
 
-@pytest.fixture
-def project(workspace):
-    return TracingProject.objects.create(workspace=workspace, name="exported")
-
-
 def test_a_three_day_export_writes_exactly_the_expected_files(api_client, workspace, project, s3, writer, settings):
     settings.EXPORT_BATCH_ROWS = 4
     settings.EXPORT_ROW_GROUP_ROWS = 4
-    runs = seed_runs(workspace, project, days=3, per_day=10)
+    runs = seed_trace_runs(workspace, project, days=3, per_day=10)
     destination = create_destination(api_client, s3, writer)
     export = create_export(api_client, destination, project, compression="zstandard")
     assert export["status"] == "Created" and export["compression"] == "zstandard"
@@ -67,7 +59,7 @@ def test_a_three_day_export_writes_exactly_the_expected_files(api_client, worksp
     assert first["total_cost"] == float(last_run.total_cost) and first["is_root"] is last_run.is_root
     assert first["outputs"] is not None and first["parent_run_id"] is None
 
-    exported = runs_of(api_client, export["id"])
+    exported = export_runs_of(api_client, export["id"])
     assert [run["status"] for run in exported] == ["Completed"] * 3
     result = exported[0]["metadata"]["result"]
     assert result["rows_written"] == 10 and result["pending_upload"] is None
@@ -78,7 +70,7 @@ def test_a_three_day_export_writes_exactly_the_expected_files(api_client, worksp
 
 
 def test_export_fields_and_v2_beta_timestamps(api_client, workspace, project, s3, writer):
-    seed_runs(workspace, project, days=1, per_day=5)
+    seed_trace_runs(workspace, project, days=1, per_day=5)
     destination = create_destination(api_client, s3, writer)
     fields = ["name", "id", "start_time", "total_cost"]
     export = create_export(api_client, destination, project, days=1, export_fields=fields, format_version="v2_beta",

@@ -7,31 +7,21 @@ from django.utils import timezone
 
 from core.models import Job
 from core.worker import Worker
-from exports import export_services, run_services, services
-from exports.errors import ACCESS_DENIED, UNAVAILABLE
-from exports.models import BulkExport, BulkExportRun, CredentialVersion, Destination
-from tests.exports.conftest import BUCKET, WRITE_ACTIONS
-from tests.exports.export_support import (
-    Background,
-    S3Proxy,
-    create_destination,
-    create_export,
-    drain,
-    parquet_keys,
-    read_parquet,
-    seed_runs,
-)
-from tests.s3 import allow
-from tracing.models import TracingProject
+from exports.bulk_exports import services as export_services
+from exports.bulk_exports.models import BulkExport, BulkExportRun
+from exports.destinations import services
+from exports.destinations.models import CredentialVersion, Destination
+from exports.storage_errors import ACCESS_DENIED, UNAVAILABLE
+from tests.exports.support_destinations import BUCKET, WRITE_ACTIONS
+from tests.exports.support_exports import Background, S3Proxy, create_destination, create_export, drain, seed_trace_runs
+from tests.exports.support_files import parquet_keys, read_parquet
+from tests.support_processes import server_fixture
+from tests.support_s3 import allow
 
 pytestmark = pytest.mark.usefixtures("egress_loopback")
 
 
-@pytest.fixture(scope="module")
-def s3_proxy_server():
-    server = S3Proxy()
-    yield server
-    server.stop()
+s3_proxy_server = server_fixture(S3Proxy, scope="module")
 
 
 @pytest.fixture
@@ -52,12 +42,7 @@ def small_files(settings):
     return settings
 
 
-@pytest.fixture
-def project(workspace):
-    return TracingProject.objects.create(workspace=workspace, name="failures")
-
-
-def only_run(export: dict) -> BulkExportRun:
+def only_export_run(export: dict) -> BulkExportRun:
     return BulkExportRun.objects.get(bulk_export_id=export["id"])
 
 
@@ -69,9 +54,9 @@ def no_pending_uploads(s3) -> bool:
     return s3.client().list_multipart_uploads(Bucket=BUCKET).get("Uploads", []) == []
 
 
-def test_a_transient_error_is_retried_and_the_run_resumes_from_its_cursor(api_client, workspace, project, s3, writer,
-                                                                         s3_proxy, small_files):
-    runs = seed_runs(workspace, project, days=1, per_day=40, minutes_apart=1)
+def test_a_transient_error_is_retried_and_the_export_run_resumes_from_its_cursor(
+        api_client, workspace, project, s3, writer, s3_proxy, small_files):
+    runs = seed_trace_runs(workspace, project, days=1, per_day=40, minutes_apart=1)
     destination = create_destination(api_client, s3, writer, endpoint_url=s3_proxy.endpoint)
     export = create_export(api_client, destination, project, days=1)
     completes = []
@@ -84,7 +69,7 @@ def test_a_transient_error_is_retried_and_the_run_resumes_from_its_cursor(api_cl
     s3_proxy.fail(second_complete, times=3)  # botocore's own three attempts all fail
     drain()
 
-    run = only_run(export)
+    run = only_export_run(export)
     assert run.status == "Completed" and run.retry_number == 1
     assert run.errors == {"retry_0": UNAVAILABLE}
     assert exported_ids(s3) == [str(r.id) for r in runs]
@@ -94,26 +79,26 @@ def test_a_transient_error_is_retried_and_the_run_resumes_from_its_cursor(api_cl
     assert no_pending_uploads(s3)
 
 
-def test_transient_errors_beyond_the_retry_limit_fail_the_run(api_client, workspace, project, s3, writer, s3_proxy,
-                                                              small_files):
+def test_transient_errors_beyond_the_retry_limit_fail_the_export_run(
+        api_client, workspace, project, s3, writer, s3_proxy, small_files):
     small_files.EXPORT_MAX_RETRIES = 2
-    seed_runs(workspace, project, days=1, per_day=10)
+    seed_trace_runs(workspace, project, days=1, per_day=10)
     destination = create_destination(api_client, s3, writer, endpoint_url=s3_proxy.endpoint)
     export = create_export(api_client, destination, project, days=1)
     s3_proxy.fail(lambda seen: seen.method == "POST" and "uploads" in seen.query, times=float("inf"))
     drain()
-    run = only_run(export)
+    run = only_export_run(export)
     assert run.status == "Failed" and run.retry_number == 2
     assert run.errors == {"retry_0": UNAVAILABLE, "retry_1": UNAVAILABLE, "retry_2": UNAVAILABLE}
     assert BulkExport.objects.get(id=export["id"]).status == "Failed"
 
 
-def test_a_key_that_loses_put_object_mid_run_fails_once_with_a_permission_error(
+def test_a_key_that_loses_put_object_mid_export_run_fails_once_with_a_permission_error(
         transactional_db, api_client, workspace, project, s3, bucket, s3_proxy, small_files):
     small_files.EXPORT_BATCH_PAUSE_SECONDS = 0.1
     writer = s3.create_user("writer", [allow([*WRITE_ACTIONS, "s3:AbortMultipartUpload"], bucket)])
     admin = s3.create_user("iam-admin", [{"Effect": "Allow", "Action": "iam:*", "Resource": "*"}])
-    seed_runs(workspace, project, days=1, per_day=40, minutes_apart=1)
+    seed_trace_runs(workspace, project, days=1, per_day=40, minutes_apart=1)
     s3.set_auth_enforced(True)
     destination = create_destination(api_client, s3, writer, endpoint_url=s3_proxy.endpoint)
     export = create_export(api_client, destination, project, days=1)
@@ -127,7 +112,7 @@ def test_a_key_that_loses_put_object_mid_run_fails_once_with_a_permission_error(
     drain()
     assert revocation.join()
 
-    run = only_run(export)
+    run = only_export_run(export)
     assert run.status == "Failed" and run.retry_number == 0
     assert run.errors == {"retry_0": ACCESS_DENIED}
     assert 1 <= len(run.exported_files) < 8
@@ -138,12 +123,12 @@ def test_a_key_that_loses_put_object_mid_run_fails_once_with_a_permission_error(
     assert BulkExport.objects.get(id=export["id"]).status == "Failed"
 
 
-def test_a_rotation_mid_run_leaves_the_running_run_on_the_old_key_and_the_next_on_the_new(
+def test_a_rotation_mid_export_run_leaves_the_running_one_on_the_old_key_and_the_next_on_the_new(
         transactional_db, api_client, workspace, project, s3, bucket, writer, s3_proxy, small_files):
     small_files.EXPORT_BATCH_PAUSE_SECONDS = 0.1
     small_files.EXPORT_MAX_RUNNING_RUNS = 1  # day 2 waits until day 1 is done
     rotated = s3.create_user("rotated", [allow(WRITE_ACTIONS, bucket)])
-    seed_runs(workspace, project, days=2, per_day=40, minutes_apart=1)
+    seed_trace_runs(workspace, project, days=2, per_day=40, minutes_apart=1)
     destination = create_destination(api_client, s3, writer, endpoint_url=s3_proxy.endpoint)
     export = create_export(api_client, destination, project, days=2)
     rotated_at = []
@@ -154,7 +139,7 @@ def test_a_rotation_mid_run_leaves_the_running_run_on_the_old_key_and_the_next_o
         rotated_at.append(len(s3_proxy.seen))  # the new version is committed from here on
 
     rotation = Background(lambda: any(seen.completes_upload for seen in s3_proxy.seen), rotate)
-    export_services.runs_dispatch()
+    export_services.export_runs_dispatch()
     Worker(queues=["exports"], run_periodic=False).run_once()  # day 1, from start to end
     assert rotation.join()
     drain()  # day 2 starts after the rotation
@@ -172,72 +157,73 @@ def test_a_rotation_mid_run_leaves_the_running_run_on_the_old_key_and_the_next_o
     assert len(day1.exported_files) == len(day2.exported_files) == 8
 
 
-def test_an_endpoint_the_egress_guard_refuses_at_run_start_fails_the_run_once(api_client, workspace, project, s3,
+def test_an_endpoint_the_egress_guard_refuses_at_export_run_start_fails_it_once(api_client, workspace, project, s3,
                                                                              writer, settings):
-    seed_runs(workspace, project, days=1, per_day=3)
+    seed_trace_runs(workspace, project, days=1, per_day=3)
     destination = create_destination(api_client, s3, writer)
     export = create_export(api_client, destination, project, days=1)
     settings.EGRESS_ALLOWLIST = []  # the operator no longer allows loopback
     drain()
-    run = only_run(export)
+    run = only_export_run(export)
     assert run.status == "Failed" and run.retry_number == 0
     assert run.errors["retry_0"].startswith("Refused to connect to 127.0.0.1")
     assert parquet_keys(s3) == []
 
 
-def test_a_deleted_destination_fails_its_run_at_once_with_a_clear_error(api_client, workspace, project, s3, writer):
-    seed_runs(workspace, project, days=1, per_day=3)
+def test_a_deleted_destination_fails_its_export_run_at_once_with_a_clear_error(
+        api_client, workspace, project, s3, writer):
+    seed_trace_runs(workspace, project, days=1, per_day=3)
     destination = create_destination(api_client, s3, writer)
     export = create_export(api_client, destination, project, days=1)
     Destination.objects.filter(id=destination["id"]).update(deleted_at=timezone.now())
     drain()
-    run = only_run(export)
+    run = only_export_run(export)
     assert run.status == "Failed" and run.errors == {"retry_0": "The destination of this export was deleted."}
     assert parquet_keys(s3) == []
 
 
-def test_unreadable_credentials_fail_the_run_at_once(api_client, workspace, project, s3, writer):
-    seed_runs(workspace, project, days=1, per_day=3)
+def test_unreadable_credentials_fail_the_export_run_at_once(api_client, workspace, project, s3, writer):
+    seed_trace_runs(workspace, project, days=1, per_day=3)
     destination = create_destination(api_client, s3, writer)
     export = create_export(api_client, destination, project, days=1)
     CredentialVersion.objects.filter(destination_id=destination["id"]).update(secret=None,
                                                                               purged_at=timezone.now())
     drain()
-    run = only_run(export)
+    run = only_export_run(export)
     assert run.status == "Failed" and run.retry_number == 0
     assert "purged" in run.errors["retry_0"]
 
 
-def test_a_run_longer_than_the_limit_times_out_and_its_upload_is_aborted(api_client, workspace, project, s3, writer,
-                                                                         settings):
+def test_an_export_run_longer_than_the_limit_times_out_and_its_upload_is_aborted(
+        api_client, workspace, project, s3, writer, settings):
     settings.EXPORT_BATCH_ROWS = 5
     settings.EXPORT_ROW_GROUP_ROWS = 5
     settings.EXPORT_BATCH_PAUSE_SECONDS = 0.2
     settings.EXPORT_RUN_MAX_SECONDS = 0.3
-    seed_runs(workspace, project, days=1, per_day=40, minutes_apart=1)
+    seed_trace_runs(workspace, project, days=1, per_day=40, minutes_apart=1)
     destination = create_destination(api_client, s3, writer)
     export = create_export(api_client, destination, project, days=1)
     drain()
-    run = only_run(export)
+    run = only_export_run(export)
     assert run.status == "TimedOut" and run.finished_at is not None
     assert run.errors == {"retry_0": "The run took longer than 0.3 seconds (EXPORT_RUN_MAX_SECONDS)."}
     assert parquet_keys(s3) == [] and no_pending_uploads(s3)
     assert BulkExport.objects.get(id=export["id"]).status == "TimedOut"
 
 
-def test_a_run_cancelled_while_waiting_to_resume_aborts_the_upload_it_left(api_client, workspace, project, s3,
+def test_an_export_run_cancelled_while_waiting_to_resume_aborts_the_upload_it_left(api_client, workspace, project, s3,
                                                                            writer):
-    seed_runs(workspace, project, days=1, per_day=3)
+    seed_trace_runs(workspace, project, days=1, per_day=3)
     destination = create_destination(api_client, s3, writer)
     export = create_export(api_client, destination, project, days=1)
-    run = only_run(export)
-    run_services.run_begin(run_id=run.id)  # a worker took it, started a file and died
+    run = only_export_run(export)
+    export_services.export_run_begin(export_run_id=run.id)  # a worker took it, started a file and died
     key = "exports/left-behind.parquet"
     upload = s3.client().create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
     BulkExportRun.objects.filter(id=run.id).update(pending_key=key, pending_upload_id=upload)
     assert api_client.patch(f"/api/v1/bulk-exports/{export['id']}", {"status": "Cancelled"},
                             format="json").status_code == 200
-    export_services.runs_sweep()  # the run holds a slot without a live job: it gets one
+    export_services.export_runs_sweep()  # the run holds a slot without a live job: it gets one
     drain()
     run.refresh_from_db()
     assert run.status == "Cancelled" and run.pending_upload_id is None

@@ -7,25 +7,12 @@ from datetime import timedelta
 import pytest
 
 from core.registry import PERIODICS
-from exports import export_services
-from exports.models import BulkExport
-from tests.exports.export_support import (
-    DAY1,
-    EXPORTS_URL,
-    create_destination,
-    drain,
-    export_body,
-    parquet_keys,
-    seed_runs,
-)
-from tracing.models import TracingProject
+from exports.bulk_exports import services as export_services
+from exports.bulk_exports.models import BulkExport
+from tests.exports.support_exports import DAY1, EXPORTS_URL, create_destination, drain, export_body, seed_trace_runs
+from tests.exports.support_files import parquet_keys
 
 pytestmark = pytest.mark.usefixtures("egress_loopback")
-
-
-@pytest.fixture
-def project(workspace):
-    return TracingProject.objects.create(workspace=workspace, name="scheduled")
 
 
 def create_schedule(client, destination, project, hours: int) -> dict:
@@ -40,7 +27,7 @@ def test_a_schedule_spawns_one_child_per_closed_window_a_few_at_a_time(api_clien
                                                                       settings):
     settings.EXPORT_SCHEDULE_MAX_PENDING_CHILDREN = 2
     settings.EXPORT_SCHEDULE_GRACE_SECONDS = 600
-    seed_runs(workspace, project, days=3, per_day=4, minutes_apart=60)  # 00:00 .. 03:00 each day
+    seed_trace_runs(workspace, project, days=3, per_day=4, minutes_apart=60)  # 00:00 .. 03:00 each day
     destination = create_destination(api_client, s3, writer)
     schedule = create_schedule(api_client, destination, project, hours=24)
     assert (schedule["status"], schedule["interval_hours"], schedule["end_time"]) == ("IntervalScheduled", 24, None)

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import signal
-import time
 
 import pytest
 
 from core.models import Job
-from exports.models import BulkExport, BulkExportRun
-from tests.exports.conftest import BUCKET
-from tests.exports.export_support import DAY1, create_destination, create_export, parquet_keys, read_parquet, seed_runs
+from exports.bulk_exports.models import BulkExport, BulkExportRun
+from tests.exports.support_destinations import BUCKET
+from tests.exports.support_exports import DAY1, create_destination, create_export, seed_trace_runs
+from tests.exports.support_files import parquet_keys, read_parquet
+from tests.support_processes import wait_for
 from tracing.models import TracingProject
 
 pytestmark = [pytest.mark.live, pytest.mark.usefixtures("egress_loopback")]
@@ -29,26 +30,17 @@ WORKER_ENV = {
 }
 
 
-def wait_for(condition, timeout: float = 60, interval: float = 0.02, describe=lambda: ""):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"condition not met in time\n{describe()}")
-
-
-def test_a_killed_workers_run_is_finished_by_another_from_the_cursor(api_client, workspace, s3, writer,
+def test_a_killed_workers_export_run_is_finished_by_another_from_the_cursor(api_client, workspace, s3, writer,
                                                                      start_process):
     project = TracingProject.objects.create(workspace=workspace, name="killed")
-    runs = seed_runs(workspace, project, days=1, per_day=40, minutes_apart=1)
+    runs = seed_trace_runs(workspace, project, days=1, per_day=40, minutes_apart=1)
     destination = create_destination(api_client, s3, writer)
     export = create_export(api_client, destination, project, days=1)
     run = BulkExportRun.objects.get(bulk_export_id=export["id"])
 
     first = start_process("run_worker", "--queues", "exports", env=WORKER_ENV)
-    wait_for(lambda: len(BulkExportRun.objects.get(id=run.id).exported_files) >= 2, describe=first.output)
+    wait_for(lambda: len(BulkExportRun.objects.get(id=run.id).exported_files) >= 2, timeout=60, interval=0.02,
+             describe=first.output)
     first.kill(signal.SIGKILL)
     killed_at = BulkExportRun.objects.get(id=run.id)
     assert killed_at.status == "Running" and killed_at.rows_written < 40, first.output()
@@ -56,7 +48,7 @@ def test_a_killed_workers_run_is_finished_by_another_from_the_cursor(api_client,
     assert len(kept) == 2
 
     second = start_process("run_worker", "--queues", "exports", env=WORKER_ENV)
-    wait_for(lambda: BulkExport.objects.get(id=export["id"]).status == "Completed", timeout=90)
+    wait_for(lambda: BulkExport.objects.get(id=export["id"]).status == "Completed", timeout=90, interval=0.02)
     second.stop()
 
     finished = BulkExportRun.objects.get(id=run.id)

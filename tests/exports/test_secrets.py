@@ -14,11 +14,14 @@ from django.db import connection
 from encrypted_model_fields import fields as encrypted
 
 from core.registry import PERIODICS
-from exports import logredact, services, usage
-from exports.models import CredentialVersion, Destination
-from exports.selectors import CredentialsUnreadable, credential_version_credentials
-from tests.exports.conftest import destination_body
-from tests.s3 import allow
+from exports import logredact
+from exports.bulk_exports import services as export_services
+from exports.destinations import services
+from exports.destinations.models import CredentialVersion, Destination
+from exports.destinations.selectors import CredentialsUnreadable, credential_version_credentials
+from tests.exports.support_destinations import destination_body
+from tests.exports.support_exports import unfinished_export
+from tests.support_s3 import allow
 
 pytestmark = pytest.mark.usefixtures("egress_loopback")
 URL = "/api/v1/bulk-exports/destinations"
@@ -214,22 +217,22 @@ def test_the_rotation_command_reports_values_no_key_can_read(destination, encryp
 # --- purge ---------------------------------------------------------------------------------------------
 
 
-def test_retired_versions_are_purged_once_no_unfinished_run_pins_them(destination, writer, settings):
+def test_retired_versions_are_purged_once_no_unfinished_export_run_pins_them(workspace, destination, writer,
+                                                                             settings):
+    [export_run] = unfinished_export(workspace, destination.id).export_runs.all()
+    export_run = export_services.export_run_begin(export_run_id=export_run.id)  # a worker took it: it pins v1
     services.destination_credentials_update(destination=destination, credentials=writer.as_dict())
     services.destination_credentials_update(destination=destination, credentials=writer.as_dict())
     v1, v2, v3 = CredentialVersion.objects.defer("secret").order_by("number")
-    usage.register("test-runs", destinations_in_use=lambda ids: [],
-                   pinned_credential_versions=lambda ids: [i for i in ids if i == v1.id])
-    try:
-        assert services.credential_versions_purge(grace_seconds=3600) == 0  # still inside the grace period
-        assert services.credential_versions_purge(grace_seconds=0) == 1  # v2; v1 is pinned, v3 is current
-    finally:
-        usage.unregister("test-runs")
+    assert export_run.credential_version_id == v1.id
+    assert services.credential_versions_purge(grace_seconds=3600) == 0  # still inside the grace period
+    assert services.credential_versions_purge(grace_seconds=0) == 1  # v2; v1 is pinned, v3 is current
     purged = {v.number: v.purged_at for v in CredentialVersion.objects.defer("secret")}
     assert purged[1] is None and purged[2] is not None and purged[3] is None
     assert raw_secret_column()[1] is None
     with pytest.raises(CredentialsUnreadable, match="purged"):
         credential_version_credentials(version=v2.id)
+    export_services.export_run_finish(export_run, status="Completed")
     settings.EXPORTS_CREDENTIAL_PURGE_GRACE_SECONDS = 0
     PERIODICS["exports.purge_credentials"].func()  # the periodic job: v1 is no longer pinned
     assert CredentialVersion.objects.filter(purged_at__isnull=False).count() == 2

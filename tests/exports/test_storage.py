@@ -9,8 +9,8 @@ import pytest
 from core import egress
 from core.egress import EgressDenied
 from exports import storage
-from tests.exports.conftest import BUCKET, destination_body, object_keys
-from tests.s3 import allow
+from tests.exports.support_destinations import BUCKET, destination_body, object_keys
+from tests.support_s3 import allow
 
 pytestmark = pytest.mark.usefixtures("egress_loopback")
 URL = "/api/v1/bulk-exports/destinations"

@@ -1,7 +1,7 @@
 // Drives our Agent Server API with LangChain's official JS client (@langchain/langgraph-sdk 1.9.24) in its default
 // mode: `new Client({apiUrl, apiKey})`, no custom transport. Prints one JSON report on stdout (the last line);
 // tests/agentserver/test_js_client.py and tests/deployments/test_live_js_clients.py run it; tests/agentserver/
-// js_support.py asserts on the report.
+// support_js.py asserts on the report.
 //
 //   CHAT_API_URL=... CHAT_ASSISTANT=agent SLOW_API_URL=... SLOW_ASSISTANT=agent [AS_API_KEY=...] \
 //     node agent_server_client.mjs
@@ -9,25 +9,17 @@
 // CHAT_* serves the test project's `chat` graph (a streaming model that answers the words reversed), SLOW_* its
 // `slow` graph (ticks with custom events). Both may be the same server (a deployment serves every graph).
 import { Client } from "@langchain/langgraph-sdk";
+import { waitFor as waitUntil } from "./support_wait.mjs";
 
 const apiKey = process.env.AS_API_KEY || undefined;
 const chat = { client: new Client({ apiUrl: process.env.CHAT_API_URL, apiKey }), assistant: process.env.CHAT_ASSISTANT };
 const slow = { client: new Client({ apiUrl: process.env.SLOW_API_URL, apiKey }), assistant: process.env.SLOW_ASSISTANT };
 const report = {};
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const human = (content) => ({ messages: [{ type: "human", content }] });
 const describe = (m) => ({ type: m.type, content: m.content, id: m.id });
 
-async function waitFor(what, predicate, timeoutMs = 30000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const value = await predicate();
-    if (value) return value;
-    await sleep(50);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+const waitFor = (what, predicate) => waitUntil(what, predicate, { timeoutMs: 30000, intervalMs: 50 });
 
 // A background run, then join: the final values.
 async function createAndJoin() {

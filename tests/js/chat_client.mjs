@@ -8,6 +8,7 @@ import { Client, HttpAgentServerAdapter } from "@langchain/langgraph-sdk";
 import { StreamController, messagesProjection, toolCallsProjection } from "@langchain/langgraph-sdk/stream";
 import { HumanMessage } from "@langchain/core/messages";
 import { randomUUID } from "node:crypto";
+import { waitFor as waitUntil } from "./support_wait.mjs";
 
 const apiUrl = process.env.CHAT_API_URL;
 const apiKey = process.env.CHAT_API_KEY || undefined;
@@ -18,17 +19,7 @@ const headers = apiKey ? { "X-Api-Key": apiKey } : {};
 const client = new Client({ apiUrl, apiKey, defaultHeaders: headers });
 const report = { steps: [] };
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitFor(what, predicate, timeoutMs = 20000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const value = await predicate();
-    if (value) return value;
-    await sleep(25);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+const waitFor = (what, predicate) => waitUntil(what, predicate, { timeoutMs: 20000, intervalMs: 25 });
 
 function textOf(message) {
   if (typeof message.content === "string") return message.content;

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.support import LiveServer
+from tests.support_processes import LiveServer
 
 
 @pytest.fixture

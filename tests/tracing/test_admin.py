@@ -4,18 +4,11 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from django.contrib.auth import get_user_model
 
-from tests.tracing.wire import run_body
+from tests.tracing.support_wire import run_body
 from tracing.models import Run, TracingProject
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_client(client):
-    client.force_login(get_user_model().objects.create_superuser("root", "", "pw-for-tests"))
-    return client
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
-from tests.tracing.factories import BASE, make_runs
+from tests.tracing.support_runs import BASE, make_runs
 from tracing.models import Run, TracingProject
 from tracing.selectors import export_queryset, run_iter_for_export
 

@@ -8,7 +8,7 @@ import orjson
 import pytest
 import zstandard
 
-from tests.tracing.wire import multipart, run_body
+from tests.tracing.support_wire import multipart, run_body
 from tracing.models import Run, TracingProject
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ import uuid
 import orjson
 import pytest
 
-from tests.tracing.wire import multipart, run_body
+from tests.tracing.support_wire import multipart, run_body
 from tracing.models import Run, TracingProject
 
 pytestmark = pytest.mark.django_db

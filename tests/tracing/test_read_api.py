@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from core.pagination import MAX_OFFSET
-from tests.tracing.wire import run_body
+from tests.tracing.support_wire import run_body
 from tracing.selectors import EXPORT_FIELDS
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from core.registry import PERIODICS
-from tests.tracing.factories import make_runs
+from tests.tracing.support_runs import make_runs
 from tracing.models import Run, TracingProject
 
 pytestmark = pytest.mark.django_db

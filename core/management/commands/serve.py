@@ -1,4 +1,4 @@
-"""Run the whole service: migrate, ensure the demo workspace, then supervise Daphne and a worker.
+"""Run the whole service: migrate, run the apps' setups (the demo workspace), then supervise Daphne and a worker.
 
 Each child gets a stable identity (PROCESS_IDENTITY, "host:serve-<port>:web-0") that its restart keeps, so a
 restarted Daphne fails the chat runs its killed predecessor owned before it accepts requests. One `serve` per host
@@ -21,7 +21,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.services import admin_user_ensure, demo_credentials_ensure
+from core.processes import stop_process
+from core.registry import SERVE_SETUPS
 
 BASE_DIR = Path(settings.BASE_DIR)
 
@@ -29,15 +30,15 @@ BASE_DIR = Path(settings.BASE_DIR)
 class Child:
     """One supervised child process, restarted with a growing delay when it crashes."""
 
-    def __init__(self, name: str, argv: list[str], out, identity: str):
-        self.name, self.argv, self.out, self.identity = name, argv, out, identity
+    def __init__(self, name: str, argv: list[str], out, identity: str, env: dict[str, str]):
+        self.name, self.argv, self.out, self.identity, self.env = name, argv, out, identity, env
         self.process: subprocess.Popen | None = None
         self.restarts = 0
         self.next_start = 0.0
 
     def start(self) -> None:
         self.process = subprocess.Popen(self.argv, cwd=BASE_DIR,
-                                        env={**os.environ, "PROCESS_IDENTITY": self.identity})
+                                        env={**self.env, "PROCESS_IDENTITY": self.identity})
         self.out.write(f"started {self.name} (pid {self.process.pid})\n")
 
     def supervise(self) -> None:
@@ -53,13 +54,8 @@ class Child:
             self.start()
 
     def stop(self, timeout: float) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process:
+            stop_process(self.process, timeout)
 
 
 class Command(BaseCommand):
@@ -76,10 +72,11 @@ class Command(BaseCommand):
         if not no_setup:
             self._setup()
         prefix = f"{socket.gethostname()}:serve-{port}"
+        env = children_environment(os.environ, host, port)
         children = [Child("daphne", [sys.executable, "-m", "daphne", "-b", host, "-p", str(port),
-                                     "config.asgi:application"], self.stdout, f"{prefix}:web-0")]
+                                     "config.asgi:application"], self.stdout, f"{prefix}:web-0", env)]
         children += [Child(f"worker-{i + 1}", [sys.executable, "manage.py", "run_worker"], self.stdout,
-                           f"{prefix}:worker-{i + 1}") for i in range(workers)]
+                           f"{prefix}:worker-{i + 1}", env) for i in range(workers)]
         stopping = []
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stopping.append(True))
@@ -99,14 +96,20 @@ class Command(BaseCommand):
     def _setup(self) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database migrated.\n")
-        workspace, raw_key = demo_credentials_ensure()
-        self.stdout.write(f"Demo workspace: {workspace.name} ({workspace.id})\n")
-        self.stdout.write(f"Demo API key:   {raw_key}\n")
-        username, password = admin_user_ensure()
-        if password:
-            self.stdout.write(f"Admin user:     {username} / {password} (shown once)\n")
-        else:
-            self.stdout.write(f"Admin user:     {username} (password unchanged)\n")
+        # What the apps registered (core.registry.serve_setup): accounts' demo workspace, key and admin user.
+        for setup in SERVE_SETUPS.values():
+            setup(self.stdout)
+
+
+def children_environment(environ, host: str, port: int) -> dict[str, str]:
+    """The children's environment: PUBLIC_BASE_URL, when it is not set, follows the address served, so the
+    absolute URLs the service hands out (uploads, deployments) work on whatever --host and --port say."""
+    env = dict(environ)
+    if not env.get("PUBLIC_BASE_URL"):
+        # Listening on every interface: this host's loopback address is one that answers.
+        reachable = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+        env["PUBLIC_BASE_URL"] = f"http://{f'[{reachable}]' if ':' in reachable else reachable}:{port}"
+    return env
 
 
 def _hold_port_lock(port: int):

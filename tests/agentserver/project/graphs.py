@@ -11,6 +11,15 @@ from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 
+def one_step_graph(state_type: type, step, *, name: str):
+    """START -> step -> END, the node named after the step's function."""
+    builder = StateGraph(state_type)
+    builder.add_node(step.__name__, step)
+    builder.add_edge(START, step.__name__)
+    builder.add_edge(step.__name__, END)
+    return builder.compile(name=name)
+
+
 class EchoState(TypedDict, total=False):
     messages: Annotated[list, operator.add]
     echo: str
@@ -22,11 +31,7 @@ def echo(state: EchoState) -> EchoState:
     return {"echo": text}
 
 
-echo_builder = StateGraph(EchoState)
-echo_builder.add_node("echo", echo)
-echo_builder.add_edge(START, "echo")
-echo_builder.add_edge("echo", END)
-echo_graph = echo_builder.compile(name="echo")
+echo_graph = one_step_graph(EchoState, echo, name="echo")
 
 
 class InnerState(TypedDict, total=False):
@@ -37,11 +42,7 @@ def inner_step(state: InnerState) -> InnerState:
     return {"steps": ["inner"]}
 
 
-inner_builder = StateGraph(InnerState)
-inner_builder.add_node("inner_step", inner_step)
-inner_builder.add_edge(START, "inner_step")
-inner_builder.add_edge("inner_step", END)
-inner_graph = inner_builder.compile(name="inner")
+inner_graph = one_step_graph(InnerState, inner_step, name="inner")
 
 
 def outer_step(state: InnerState) -> InnerState:
@@ -70,11 +71,7 @@ def ask(state: AskState) -> AskState:
     return {"answer": str(answer)}
 
 
-ask_builder = StateGraph(AskState)
-ask_builder.add_node("ask", ask)
-ask_builder.add_edge(START, "ask")
-ask_builder.add_edge("ask", END)
-interrupt_graph = ask_builder.compile(name="asker")
+interrupt_graph = one_step_graph(AskState, ask, name="asker")
 
 
 class SlowState(TypedDict, total=False):

@@ -1,0 +1,451 @@
+"""Executing a chat run: the graph's v3 stream, converted, stored in batches, announced, watched for cancellation.
+
+A chat run (a ChatRun row; not a trace run of the tracing app, nor an export run) executes as an asyncio task of the
+server process that accepted `run.start`. It stores a root `running` event, the converted graph events, and a terminal
+root event (`completed`, `failed` with the error, or `interrupted`) in the same transaction that ends the run, so a
+client that sees the end can start the next run at once. While it runs, a watcher refreshes the run's heartbeat (the
+sweeper fails runs whose process died) and polls the cancel flag, so a cancel reaching any process stops it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.conf import settings
+from django.db import connections, transaction
+from django.utils.module_loading import import_string
+from langchain_core._api.beta_decorator import LangChainBetaWarning
+
+from chat import db_executor, run_hooks, services
+from chat.conversion import EventConverter
+from chat.frames import Frame, end_frame
+from chat.graph_runtime import get_served_graph
+from chat.hub import hubs, publish, publish_unstored
+from chat.models import ChatRun
+from chat.selectors import thread_cursor_state
+from chat.stream_modes import FrameMaker, command_from, graph_modes
+from chat.wire import StoredEvent, WireEvent, lifecycle_event
+from core import processes
+from core.exceptions import NotFound
+
+log = logging.getLogger("chat.run_execution")
+# astream_events(version="v3") is marked experimental; the warning would be logged on every run.
+warnings.filterwarnings("ignore", category=LangChainBetaWarning)
+
+MAX_BATCH = 1000
+CANCEL_POLL_SECONDS = 0.5
+# A run whose end could not be stored (full disk) retries, backing off up to this delay, for at most this long.
+END_RETRY_MAX_DELAY_SECONDS = 5.0
+END_RETRY_MAX_SECONDS = 3600.0
+
+
+@dataclass
+class RunRequest:
+    thread_id: str
+    run_id: uuid.UUID
+    input: Any
+    checkpoint_id: str | None = None
+    metadata: dict = field(default_factory=dict)
+    tracing_workspace_id: Any = None
+    # The served graph to run, by name (None: the first one).
+    graph_name: str | None = None
+    # "agent_server": run with graph.astream and the Agent Server's stream modes (chat/stream_modes.py), storing
+    # its SSE frames too; "protocol": the chat protocol's astream_events v3.
+    kind: str = "protocol"
+    # The Agent Server's run kwargs (ChatRun.kwargs) and the attempt number.
+    kwargs: dict = field(default_factory=dict)
+    attempt: int = 1
+
+
+class EventWriter:
+    """Stores a run's events in batches (whatever accumulated while the last batch was written), then wakes readers.
+
+    A batch that cannot be stored (a full disk) stops the run at once through `on_error`: a run whose events are
+    lost must not go on as if they were seen.
+    """
+
+    def __init__(self, thread_id: str, run_id: uuid.UUID, on_error=None):
+        self.thread_id, self.run_id = thread_id, run_id
+        self.buffer: list[WireEvent | Frame] = []
+        self.error: BaseException | None = None
+        self.last_seq: int | None = None
+        self._on_error = on_error
+        self.stop_run_on_error = True
+        self._more = asyncio.Event()
+        self._closing = False
+        self._task = asyncio.create_task(self._loop(), name=f"chat-writer:{run_id}")
+
+    def add(self, events: Sequence[WireEvent | Frame]) -> None:
+        if events:
+            self.buffer.extend(events)
+            self._more.set()
+
+    async def close(self) -> None:
+        """Store everything added so far."""
+        self._closing = True
+        self._more.set()
+        await self._task
+        if self.error:
+            raise self.error
+
+    async def _loop(self) -> None:
+        while True:
+            if not self.buffer:
+                if self._closing:
+                    return
+                await self._more.wait()
+                self._more.clear()
+                continue
+            batch, self.buffer = self.buffer[:MAX_BATCH], self.buffer[MAX_BATCH:]
+            try:
+                stored = await db_executor.run(services.events_append, thread_id=self.thread_id,
+                                               run_id=self.run_id, events=batch, active_only=True)
+            except Exception as exc:
+                self.error = exc
+                self.buffer = []
+                if not isinstance(exc, services.RunEnded):
+                    log.error("events of run %s could not be stored (%s: %s); ending the run", self.run_id,
+                              type(exc).__name__, exc)
+                if self._on_error is not None and self.stop_run_on_error:
+                    self._on_error()
+                return
+            self.last_seq = stored[-1].seq
+            # Subscribers of this process get the stored events at once; other processes are woken up.
+            hubs.deliver(self.thread_id, stored)
+            await publish(self.thread_id, stored[-1].seq)
+
+
+class RunRegistry:
+    """The runs executing in this process, so a cancel arriving here stops them at once."""
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, asyncio.Task] = {}
+        # Called whenever a run of this process ends (the executor then looks for the thread's next queued run).
+        self.on_end: list = []
+
+    def start(self, request: RunRequest) -> asyncio.Task:
+        task = asyncio.create_task(execute_run(request), name=f"chat-run:{request.run_id}")
+        key = str(request.run_id)
+        self.tasks[key] = task
+        task.add_done_callback(lambda _: self._ended(key))
+        return task
+
+    def _ended(self, key: str) -> None:
+        self.tasks.pop(key, None)
+        for callback in self.on_end:
+            callback()
+
+    def cancel(self, run_id) -> bool:
+        task = self.tasks.get(str(run_id))
+        if task is None or task.done():
+            return False
+        task.cancel()
+        return True
+
+
+runs = RunRegistry()
+
+
+async def execute_run(request: RunRequest) -> str:
+    """Run the requested served graph for one `run.start`; return the final status."""
+    task = asyncio.current_task()
+    if task is None:  # the run registry cancels a run through its task
+        raise RuntimeError("execute_run runs in a task of its own")
+    writer = EventWriter(request.thread_id, request.run_id, on_error=task.cancel)
+    watcher = asyncio.create_task(_watch(request.run_id, task))
+    callbacks = tracing_callbacks(request.tracing_workspace_id)
+    status: str = ChatRun.Status.COMPLETED
+    error, graph_name, started = "", "root", False
+    try:
+        served = get_served_graph(request.graph_name)
+        graph_name = served.name
+        writer.add([lifecycle_event([], "running", graph_name=graph_name)])
+        started = True
+        if request.kind == "agent_server":
+            await _stream_modes(served, request, writer, callbacks)
+            status = ChatRun.Status.COMPLETED
+        else:
+            interrupted = await _stream(served, request, writer, callbacks)
+            status = ChatRun.Status.INTERRUPTED if interrupted else ChatRun.Status.COMPLETED
+    except asyncio.CancelledError:
+        task.uncancel()
+        status = ChatRun.Status.INTERRUPTED
+    except Exception as exc:
+        if exc is not writer.error:
+            log.warning("run %s of thread %s failed: %s: %s", request.run_id, request.thread_id,
+                        type(exc).__name__, exc)
+            status, error = ChatRun.Status.FAILED, str(exc) if _plain(exc) else f"{type(exc).__name__}: {exc}"
+            if request.kind == "agent_server":
+                writer.add([FrameMaker(run_id=request.run_id, requested=[], subgraphs=False).error(exc)])
+    finally:
+        watcher.cancel()
+    if writer.error is not None and not isinstance(writer.error, services.RunEnded):
+        status, error = ChatRun.Status.FAILED, store_error(writer.error)
+    if not started:
+        # Clients wait for `running` then one terminal event, even when the graph could not be built.
+        writer.add([lifecycle_event([], "running", graph_name=graph_name)])
+    writer.stop_run_on_error = False
+    # Shielded: a second cancel while the end is being recorded must not leave the run open.
+    status = await asyncio.shield(_finish(request, writer, status, error, graph_name))
+    for path in run_hooks.AFTER_RUN:
+        asyncio.create_task(_after_run(path, request, status), name=f"chat-after-run:{request.run_id}")
+    return status
+
+
+async def _after_run(path: str, request: RunRequest, status: str) -> None:
+    try:
+        await import_string(path)(request, status)
+    except Exception:
+        log.warning("after-run hook %s of run %s failed", path, request.run_id, exc_info=True)
+
+
+async def _stream(served, request: RunRequest, writer: EventWriter, callbacks: list) -> bool:
+    configurable = {"thread_id": request.thread_id}
+    if request.checkpoint_id:
+        configurable["checkpoint_id"] = request.checkpoint_id
+    config = {"configurable": configurable, "run_id": request.run_id, "callbacks": callbacks,
+              "metadata": {**request.metadata, "thread_id": request.thread_id, "run_id": str(request.run_id)}}
+    converter = EventConverter()
+    stream = await served.graph.astream_events(request.input, config, version="v3",
+                                               transformers=[*served.transformers, converter.observer])
+    try:
+        async for raw in stream:
+            writer.add(converter.convert(raw))
+            if writer.error:
+                raise writer.error
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(stream.abort())
+        raise
+    return bool(converter.interrupts)
+
+
+async def _stream_modes(served, request: RunRequest, writer: EventWriter, callbacks: list) -> None:
+    """Run an Agent Server run: its stream modes' frames, plus root values and updates as protocol events."""
+    kwargs = request.kwargs
+    requested = list(kwargs.get("stream_mode") or ["values"])
+    subgraphs = bool(kwargs.get("subgraphs"))
+    maker = FrameMaker(run_id=request.run_id, requested=requested, subgraphs=subgraphs)
+    writer.add([maker.metadata(request.run_id, request.attempt)])
+    config = agent_server_config(request, callbacks)
+    options = {key: kwargs[key] for key in ("interrupt_before", "interrupt_after", "durability")
+               if kwargs.get(key)}
+    if kwargs.get("context") is not None:
+        options["context"] = kwargs["context"]
+    graph_input = command_from(kwargs.get("command")) or kwargs.get("input")
+    converter = EventConverter()
+    if "events" in requested:
+        stream = _with_events(served.graph, graph_input, config, modes=graph_modes(requested), subgraphs=subgraphs,
+                              options=options, run_id=str(request.run_id))
+    else:
+        stream = served.graph.astream(graph_input, config, stream_mode=graph_modes(requested), subgraphs=subgraphs,
+                                      **options)
+    try:
+        async for item in stream:
+            events: list = maker.convert(item)
+            mode, chunk = (item[1], item[2]) if subgraphs else item
+            if mode in ("values", "updates") and not (subgraphs and item[0]):
+                events += converter.convert({"method": mode, "params": {"namespace": [], "data": chunk}})
+            writer.add(events)
+            if writer.error:
+                raise writer.error
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(stream.aclose())
+
+
+async def _with_events(graph, graph_input, config: dict, *, modes: list[str], subgraphs: bool, options: dict,
+                       run_id: str):
+    """The `events` stream mode: the graph's astream_events (v2), the run's own `on_chain_stream` chunks yielded as
+    astream yields them, every other event as an `events` item (what the Agent Server forwards)."""
+    events = graph.astream_events(graph_input, config, version="v2", stream_mode=modes, subgraphs=subgraphs,
+                                  **options)
+    try:
+        async for event in events:
+            if "langsmith:hidden" in (event.get("tags") or ()):
+                continue
+            if event["event"] == "on_chain_stream" and event["run_id"] == run_id:
+                yield event["data"]["chunk"]
+            else:
+                yield ((), "events", event) if subgraphs else ("events", event)
+    finally:
+        await events.aclose()
+
+
+def agent_server_config(request: RunRequest, callbacks: list) -> dict:
+    """The RunnableConfig of an Agent Server run: the run's config with its thread, checkpoint and metadata."""
+    config = dict(request.kwargs.get("config") or {})
+    configurable = {**(config.get("configurable") or {}), "thread_id": request.thread_id,
+                    "run_id": str(request.run_id)}
+    checkpoint = request.kwargs.get("checkpoint") or {}
+    for key in ("checkpoint_id", "checkpoint_ns", "checkpoint_map"):
+        if checkpoint.get(key) is not None:
+            configurable[key] = checkpoint[key]
+    if request.checkpoint_id:
+        configurable["checkpoint_id"] = request.checkpoint_id
+    return {**config, "configurable": configurable, "run_id": request.run_id,
+            "callbacks": callbacks,
+            "metadata": {**(config.get("metadata") or {}), **request.metadata, "thread_id": request.thread_id,
+                         "run_id": str(request.run_id), "run_attempt": request.attempt}}
+
+
+async def _finish(request: RunRequest, writer: EventWriter, status: str, error: str, graph_name: str) -> str:
+    try:
+        await writer.close()
+    except services.RunEnded:
+        pass  # another process ended the run: _end_run below finds it ended
+    except Exception as exc:
+        status, error = ChatRun.Status.FAILED, store_error(exc)
+    # One terminal event, whether subscribers get it from the store or, first, from memory; then, for an Agent
+    # Server run, the end of its frames.
+    terminal: list[WireEvent | Frame] = [lifecycle_event([], status, graph_name=graph_name, error=error or None)]
+    if request.kind == "agent_server":
+        terminal.append(end_frame(request.run_id))
+    try:
+        last = await db_executor.run(_end_run, request=request, status=status, error=error, terminal=terminal)
+    except Exception as exc:
+        log.error("could not record the end of run %s (%s: %s); its subscribers are told from memory and the end "
+                  "is recorded once the store accepts it", request.run_id, type(exc).__name__, exc)
+        await _announce_unstored_end(request, writer, terminal)
+        return await _record_end_later(request, status, error, terminal)
+    if last is not None:
+        hubs.deliver(request.thread_id, last)
+        await publish(request.thread_id, last[-1].seq)
+    with contextlib.suppress(Exception):
+        await db_executor.run(services.events_enforce_retention, thread_id=request.thread_id)
+    return status
+
+
+def store_error(exc: BaseException) -> str:
+    return f"The run's events could not be stored ({type(exc).__name__}: {exc}); the run was stopped."
+
+
+async def _announce_unstored_end(request: RunRequest, writer: EventWriter, terminal: list) -> None:
+    """Give the run's subscribers its terminal event from memory, under the seq it will most likely be stored at."""
+    try:
+        state = await db_executor.run(thread_cursor_state, thread_id=request.thread_id)
+        last_seq = state[0] if state else writer.last_seq
+    except Exception:
+        last_seq = writer.last_seq
+    if last_seq is None:
+        log.error("run %s: the thread's last event is unknown; its subscribers get no terminal event",
+                  request.run_id)
+        return
+    events = [StoredEvent(last_seq + 1 + i, event.channel, tuple(event.namespace), event.encode(last_seq + 1 + i))
+              for i, event in enumerate(terminal)]
+    hubs.deliver_unstored(request.thread_id, events)
+    await publish_unstored(request.thread_id, events)
+
+
+async def _record_end_later(request: RunRequest, status: str, error: str, terminal: list) -> str:
+    """Retry recording the run's end (and storing its terminal event) until the store accepts it."""
+    delay, deadline = 0.5, time.monotonic() + END_RETRY_MAX_SECONDS
+    while time.monotonic() < deadline:
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, END_RETRY_MAX_DELAY_SECONDS)
+        try:
+            last = await db_executor.run(_end_run, request=request, status=status, error=error, terminal=terminal)
+        except NotFound:
+            return status  # the thread was deleted meanwhile
+        except Exception:
+            continue
+        if last is not None:
+            log.info("the end of run %s is recorded", request.run_id)
+            hubs.deliver(request.thread_id, last)
+            await publish(request.thread_id, last[-1].seq)
+        return status
+    log.error("gave up recording the end of run %s; the sweeper will fail it", request.run_id)
+    return status
+
+
+@transaction.atomic
+def _end_run(*, request: RunRequest, status: str, error: str, terminal: list) -> list | None:
+    # The run ends and its terminal event is stored together: whoever sees the event may start the next run.
+    if status == ChatRun.Status.INTERRUPTED and services.run_roll_back(run_id=request.run_id):
+        return None
+    if not services.run_finish(run_id=request.run_id, status=status, error=error):
+        return None
+    return services.events_append(thread_id=request.thread_id, run_id=request.run_id, events=terminal)
+
+
+async def _watch(run_id: uuid.UUID, target: asyncio.Task) -> None:
+    """Keep the heartbeat fresh; cancel the run when its cancel flag is set or the run was failed meanwhile."""
+    last_beat, failing = 0.0, False
+    while True:
+        await asyncio.sleep(CANCEL_POLL_SECONDS)
+        beat = time.monotonic() - last_beat >= settings.CHAT_RUN_HEARTBEAT_SECONDS
+        try:
+            cancel, active = await db_executor.run(services.run_heartbeat, run_id=run_id, beat=beat)
+        except Exception:
+            # Once per spell of failures (a full disk would otherwise log twice a second).
+            if not failing:
+                log.warning("heartbeat of run %s failed", run_id, exc_info=True)
+            failing = True
+            continue
+        if failing:
+            log.info("heartbeat of run %s works again", run_id)
+            failing = False
+        if beat:
+            last_beat = time.monotonic()
+        if cancel or not active:
+            target.cancel()
+            return
+
+
+def fail_runs_of_predecessor() -> int:
+    """Before this process serves: fail the runs its dead predecessor (same stable identity) left running.
+
+    Only a process with a stable identity (PROCESS_IDENTITY, set by `serve`) has a predecessor; for any other, the
+    sweeper fails what a dead process left behind. Never raises: a database that cannot be reached now leaves the
+    runs to the sweeper. Returns how many runs were failed.
+    """
+    if not processes.is_stable():
+        return 0
+    try:
+        failed = services.runs_fail_after_restart(identity=processes.identity(), instance=processes.instance())
+    except Exception:
+        log.warning("could not fail the runs left by this process's predecessor; the sweeper will", exc_info=True)
+        return 0
+    finally:
+        # This runs before the event loop does, on what becomes its thread: leave no connection behind.
+        connections.close_all()
+    for thread_id, seq in failed:
+        with contextlib.suppress(Exception):
+            async_to_sync(publish)(thread_id, seq)
+    if failed:
+        log.warning("failed %d run(s) left running by the previous %s", len(failed), processes.identity())
+    return len(failed)
+
+
+def _plain(exc: Exception) -> bool:
+    # Configuration errors carry a complete sentence for the user; everything else gets its type name.
+    from chat.agent.language_models import ModelConfigurationError
+    from chat.graph_runtime import GraphLoadError
+
+    return isinstance(exc, ModelConfigurationError | GraphLoadError)
+
+
+def tracing_callbacks(workspace_id) -> list:
+    """The trace store's tracer for a chat run in `workspace_id`, which records it as trace runs in
+    CHAT_TRACING_PROJECT (no tracer when that is empty).
+
+    Never an error: tracing must not break a run.
+    """
+    if workspace_id is None or not settings.CHAT_TRACING_PROJECT:
+        return []
+    try:
+        from tracing.tracer import StoreTracer
+
+        return [StoreTracer(workspace_id=workspace_id, project_name=settings.CHAT_TRACING_PROJECT)]
+    except Exception:
+        log.warning("tracing is unavailable for chat runs", exc_info=True)
+        return []

@@ -1,0 +1,108 @@
+"""Serve a project's graphs over the Agent Server API and the Agent Streaming Protocol: every revision process.
+
+Every graph of the langgraph.json is served; `run.start`'s `assistant_id` picks one by its key, and "_" or an
+unknown id picks the first.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import traceback
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
+
+from chat import graph_runtime
+from chat import services as chat_services
+from core.worker import Worker
+from deployments.serving.process import project_graph_specs
+
+log = logging.getLogger("deployments.serve_graphs")
+
+
+class Command(BaseCommand):
+    help = "Serve the graphs of a langgraph.json (the Agent Server API, the chat protocol under /api/threads, /ok)."
+    # The runner builds this process's whole environment; the service's deploy-time checks are not its concern.
+    requires_system_checks: list = []
+
+    def add_arguments(self, parser):
+        parser.add_argument("--config", required=True, help="Path to langgraph.json.")
+        parser.add_argument("--port", type=int, required=True)
+        parser.add_argument("--host", default="127.0.0.1")
+
+    def handle(self, *args, config, port, host, **options):
+        try:
+            specs = project_graph_specs(config)
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"Cannot read {config}: {exc}") from None
+        if not specs:
+            raise CommandError(f"{config} lists no graphs.")
+        migrate_in_child()
+        graph_runtime.configure_graphs(specs)
+        # Load them all now: a graph that cannot load fails the start (and the deploy), not the first request.
+        for name in specs:
+            graph_runtime.get_served_graph(name)
+        # This process is the database's only user: a run still marked running died with a previous process
+        # (a crash, a restart by the reconciler). Fail it now, or its thread would refuse new runs.
+        swept = chat_services.runs_sweep_dead(stale_seconds=0)
+        if swept:
+            self.stdout.write(f"Marked {len(swept)} run(s) of a previous process as failed.")
+        for name, spec in specs.items():
+            self.stdout.write(f"Serving graph {name!r} ({spec})")
+        # run.start's assistant_id picks a graph by its name; "_" or an unknown id picks the first.
+        self.stdout.write(f"Listening on http://{host}:{port}; default graph {next(iter(specs))!r}")
+        self._start_periodic_jobs()
+        self._run_daphne(host, port)
+
+    def _start_periodic_jobs(self) -> None:
+        """The periodic jobs (dead-run sweep, thread TTLs, event retention) on a thread: no run_worker serves this
+        process's own database. It claims no queued jobs (a revision has none)."""
+        worker = Worker(queues=["serving-process-has-no-job-queue"], run_periodic=True)
+        threading.Thread(target=worker.run_forever, args=(threading.Event(),), name="periodic-jobs",
+                         daemon=True).start()
+
+    def _run_daphne(self, host: str, port: int) -> None:
+        from deployments.serving import lean
+
+        lean.import_daphne()
+        from daphne.endpoints import build_endpoint_description_strings
+        from daphne.server import Server
+
+        from deployments.serving.asgi import application
+
+        Server(application=application, endpoints=build_endpoint_description_strings(host=host, port=port),
+               verbosity=0).run()
+
+
+def migrate_in_child() -> None:
+    """Migrate the process's database in a forked child, which exits when done.
+
+    Loading and applying the migrations leaves about 8 MiB behind in the process that does it (model states, the
+    allocator's fragments), which a server would keep for its whole life. Without fork, or once threads run (a fork
+    would copy their locks held), it migrates in this process.
+    """
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        call_command("migrate", interactive=False, verbosity=0)
+        return
+    connections.close_all()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: never return into the parent's code
+        code = 1
+        try:
+            call_command("migrate", interactive=False, verbosity=0)
+            code = 0
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise CommandError("Migrating the database failed (see the error above).")

@@ -1,0 +1,58 @@
+"""The deployment proxy's refusals, in the REST shape, before any request reaches a tenant's process."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from rest_framework.test import APIClient
+
+from accounts.services import api_key_create
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def empty_deployment(api_client, deploy_settings):
+    response = api_client.post("/v2/deployments", {"name": "proxied", "source": "internal_source",
+                                                   "source_config": {}, "source_revision_config": {}}, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def key_client(workspace, permissions=None) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_X_API_KEY=api_key_create(workspaces=[workspace], permissions=permissions)[1])
+    return client
+
+
+def test_a_call_without_a_key_is_401(empty_deployment):
+    response = APIClient().get(f"/deployments/{empty_deployment['id']}/api/threads")
+    assert response.status_code == 401
+    assert response.content == b'{"detail": "Missing API key: send it in the X-Api-Key header."}'
+
+
+def test_a_key_without_chat_use_is_403(empty_deployment, workspace):
+    response = key_client(workspace, ["deployments:read"]).get(f"/deployments/{empty_deployment['id']}/api/threads")
+    assert response.status_code == 403
+    assert response.json() == {"detail": "This API key lacks the 'chat:use' permission."}
+
+
+def test_another_workspaces_deployment_is_404_and_a_malformed_id_is_422(empty_deployment, other_workspace):
+    outsider = key_client(other_workspace, ["chat:use"])
+    missing = outsider.get(f"/deployments/{empty_deployment['id']}/api/threads")
+    assert missing.status_code == 404 and set(missing.json()) == {"detail"}
+    malformed = outsider.get("/deployments/not-a-uuid/api/threads")
+    assert malformed.status_code == 422
+    assert malformed.json()["detail"][0]["loc"] == ["path", "deployment_id"]
+
+
+def test_a_deployment_with_nothing_deployed_yet_is_503(empty_deployment, workspace):
+    response = key_client(workspace, ["chat:use"]).get(f"/deployments/{empty_deployment['id']}/api/threads")
+    assert response.status_code == 503
+    assert response.json() == {"detail": f"Deployment ID {empty_deployment['id']} has no revision deployed yet."}
+
+
+def test_an_unknown_deployment_id_is_404(workspace):
+    response = key_client(workspace, ["chat:use"]).get(f"/deployments/{uuid.uuid4()}/api/threads")
+    assert response.status_code == 404

@@ -131,10 +131,15 @@ class Seen:
     path: str
     query: str
     access_key_id: str | None
+    answered: bool = False  # moto has finished handling it (a completed upload is in the bucket)
 
     @property
     def completes_upload(self) -> bool:
         return self.method == "POST" and "uploadId=" in self.query
+
+    @property
+    def completed_upload(self) -> bool:
+        return self.completes_upload and self.answered
 
 
 @dataclass
@@ -175,7 +180,9 @@ class S3Proxy:
                 start_response(f"{fault.status} Injected", [("Content-Type", "application/xml"),
                                                             ("Content-Length", str(len(body)))])
                 return [body]
-        return self.app(environ, start_response)
+        answer = self.app(environ, start_response)
+        seen.answered = True
+        return answer
 
     def fail(self, matches: Callable[[Seen], bool], *, times: float = 1, status: int = 503,
              code: str = "SlowDown") -> Fault:

@@ -108,7 +108,7 @@ def test_a_key_that_loses_put_object_mid_export_run_fails_once_with_a_permission
         s3.client("iam", credentials=admin).delete_user_policy(UserName="writer", PolicyName="writer-policy")
         revoked_at.append(len(s3_proxy.seen))
 
-    revocation = Background(lambda: any(seen.completes_upload for seen in s3_proxy.seen), revoke)
+    revocation = Background(lambda: any(seen.completed_upload for seen in s3_proxy.seen), revoke)
     drain()
     assert revocation.join()
 
@@ -138,7 +138,7 @@ def test_a_rotation_mid_export_run_leaves_the_running_one_on_the_old_key_and_the
                                                 credentials=rotated.as_dict())
         rotated_at.append(len(s3_proxy.seen))  # the new version is committed from here on
 
-    rotation = Background(lambda: any(seen.completes_upload for seen in s3_proxy.seen), rotate)
+    rotation = Background(lambda: any(seen.completed_upload for seen in s3_proxy.seen), rotate)
     export_services.export_runs_dispatch()
     Worker(queues=["exports"], run_periodic=False).run_once()  # day 1, from start to end
     assert rotation.join()

@@ -15,7 +15,8 @@ from core.exceptions import RequestValidationError, ServiceError
 from core.fields import UndecryptableValue
 from core.openapi import ErrorDetailSerializer as ErrorSerializer
 from core.openapi import HTTPValidationErrorSerializer
-from core.rest_errors import flatten_errors, validation_item
+from core.rest_errors import validation_item
+from core.serializers import validated, validated_query
 
 log = logging.getLogger("agentauth")
 
@@ -33,10 +34,7 @@ def validate_query(serializer_class, request) -> dict:
     if repeated:
         raise RequestValidationError([validation_item(["query", name], "Give this parameter once.",
                                                       "value_error") for name in repeated])
-    serializer = serializer_class(data=request.query_params)
-    if not serializer.is_valid():
-        raise RequestValidationError(flatten_errors(serializer.errors, ["query"]))
-    return serializer.validated_data
+    return validated_query(serializer_class, request.query_params)
 
 
 class CredentialsUnreadable(ServiceError):
@@ -88,11 +86,12 @@ class ProviderFieldsSerializer(serializers.Serializer):
 
 
 class ProviderListApi(AuthApiView):
+    OutputSerializer = ProviderOutputSerializer
 
-    @extend_schema(responses=ProviderOutputSerializer(many=True), operation_id="list_oauth_providers", tags=TAGS)
+    @extend_schema(responses=OutputSerializer(many=True), operation_id="list_oauth_providers", tags=TAGS)
     def get(self, request):
         providers = selectors.provider_list(workspace=request.user.workspace)
-        return Response(ProviderOutputSerializer(providers, many=True).data)
+        return Response(self.OutputSerializer(providers, many=True).data)
 
 
 class ProviderCreateApi(AuthApiView):
@@ -103,23 +102,25 @@ class ProviderCreateApi(AuthApiView):
         class Meta:
             ref_name = "OAuthProviderCreate"
 
+    OutputSerializer = ProviderOutputSerializer
+
     @extend_schema(request=InputSerializer, operation_id="create_oauth_provider", tags=TAGS,
-                   responses={200: ProviderOutputSerializer, 400: ErrorSerializer, 409: ErrorSerializer,
+                   responses={200: OutputSerializer, 400: ErrorSerializer, 409: ErrorSerializer,
                               422: HTTPValidationErrorSerializer})
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        provider = services.provider_create(workspace=request.user.workspace, **data.validated_data)
-        return Response(ProviderOutputSerializer(provider).data)
+        values = validated(self.InputSerializer, request.data)
+        provider = services.provider_create(workspace=request.user.workspace, **values)
+        return Response(self.OutputSerializer(provider).data)
 
 
 class ProviderDetailApi(AuthApiView):
+    OutputSerializer = ProviderOutputSerializer
 
     @extend_schema(operation_id="get_oauth_provider", tags=TAGS,
-                   responses={200: ProviderOutputSerializer, 404: ErrorSerializer})
+                   responses={200: OutputSerializer, 404: ErrorSerializer})
     def get(self, request, provider_id):
         provider = selectors.provider_get(workspace=request.user.workspace, provider_id=provider_id)
-        return Response(ProviderOutputSerializer(provider).data)
+        return Response(self.OutputSerializer(provider).data)
 
 
 class ProviderUpdateApi(AuthApiView):
@@ -131,15 +132,16 @@ class ProviderUpdateApi(AuthApiView):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, partial=True, **kwargs)
 
+    OutputSerializer = ProviderOutputSerializer
+
     @extend_schema(request=InputSerializer, operation_id="update_oauth_provider", tags=TAGS,
-                   responses={200: ProviderOutputSerializer, 400: ErrorSerializer, 404: ErrorSerializer,
+                   responses={200: OutputSerializer, 400: ErrorSerializer, 404: ErrorSerializer,
                               422: HTTPValidationErrorSerializer})
     def patch(self, request, provider_id):
         provider = selectors.provider_get(workspace=request.user.workspace, provider_id=provider_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        provider = services.provider_update(provider=provider, **data.validated_data)
-        return Response(ProviderOutputSerializer(provider).data)
+        values = validated(self.InputSerializer, request.data)
+        provider = services.provider_update(provider=provider, **values)
+        return Response(self.OutputSerializer(provider).data)
 
 
 class ProviderDeleteApi(AuthApiView):
@@ -178,15 +180,11 @@ class AuthenticateApi(AuthApiView):
                    responses={200: OutputSerializer, 404: ErrorSerializer, 422: HTTPValidationErrorSerializer,
                               502: ErrorSerializer})
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
+        values = validated(self.InputSerializer, request.data)
         result = services.auth_authenticate(workspace=request.user.workspace, user_id=values["user_id"],
                                             provider_id=values["provider"], scopes=values["scopes"],
                                             agent_id=values.get("agent_id"))
-        body = {"status": result.status, "url": result.url, "token": result.token,
-                "auth_id": str(result.auth_id) if result.auth_id else None}
-        return Response(self.OutputSerializer(body).data, headers=NO_STORE)
+        return Response(self.OutputSerializer(result).data, headers=NO_STORE)
 
 
 class AuthWaitApi(AuthApiView):
@@ -208,8 +206,7 @@ class AuthWaitApi(AuthApiView):
     def get(self, request, auth_id):
         timeout = min(validate_query(self.QuerySerializer, request)["timeout"], 300)
         result = selectors.flow_wait(workspace=request.user.workspace, auth_id=auth_id, timeout=timeout)
-        return Response(self.OutputSerializer({"status": result.status, "token": result.token}).data,
-                        headers=NO_STORE)
+        return Response(self.OutputSerializer(result).data, headers=NO_STORE)
 
 
 class TokensRevokeApi(AuthApiView):

@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 from core.exception_handler import database_unavailable
 from core.exceptions import RequestValidationError
 from core.pagination import limit_field, offset_field
-from core.rest_errors import flatten_errors
+from core.serializers import validated_query
 from tracing import selectors, services, wire
 from tracing.timing import Stopwatch
 from tracing.validation import run_op_from_wire
@@ -242,10 +242,7 @@ class SessionListApi(APIView):
 
     @extend_schema(parameters=[FilterSerializer], responses=SessionOutputSerializer(many=True), tags=TAG)
     def get(self, request):
-        query = self.FilterSerializer(data=request.query_params)
-        if not query.is_valid():
-            raise RequestValidationError(flatten_errors(query.errors, ["query"]))
-        params = query.validated_data
+        params = validated_query(self.FilterSerializer, request.query_params)
         projects = selectors.project_list(workspace=request.user.workspace, name=params.get("name"))
         page = projects[params["offset"]:params["offset"] + params["limit"]]
         return Response(SessionOutputSerializer(page, many=True).data)

@@ -37,10 +37,11 @@ def validate_query(serializer_class, request) -> dict:
     return validated_query(serializer_class, request.query_params)
 
 
-class CredentialsUnreadable(ServiceError):
-    status_code = 503
-    default_detail = ("A stored OAuth secret cannot be decrypted: FIELD_ENCRYPTION_KEY does not hold the key it was "
-                      "encrypted with.")
+UNREADABLE = ("A stored OAuth secret cannot be decrypted: FIELD_ENCRYPTION_KEY does not hold the key it was "
+              "encrypted with.")
+
+
+class CredentialsUnreadable(ServiceError, status=503, detail=UNREADABLE): ...
 
 
 class AuthApiView(APIView):

@@ -68,6 +68,11 @@ class IngestOutputSerializer(serializers.Serializer):
 _DOTTED_SEGMENT = "[0-9]{8}T[0-9]{12}Z[0-9a-fA-F-]{36}"
 
 
+def _optional(field_class: type[serializers.Field], **kwargs) -> serializers.Field:
+    """A field of a run body that the SDK may leave out or send as null (which counts as absent)."""
+    return field_class(required=False, allow_null=True, **kwargs)
+
+
 class RunInputSerializer(serializers.Serializer):
     """Documents a run body; validation itself is tracing.validation (unknown fields are ignored, and a
     null optional field counts as absent, as the SDK sends them)."""
@@ -75,21 +80,20 @@ class RunInputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     name = serializers.CharField()
     run_type = serializers.ChoiceField(choices=["tool", "chain", "llm", "retriever", "embedding", "prompt", "parser"])
-    start_time = serializers.DateTimeField(required=False, allow_null=True)
-    end_time = serializers.DateTimeField(required=False, allow_null=True)
-    trace_id = serializers.UUIDField(required=False, allow_null=True)
-    dotted_order = serializers.RegexField(rf"^{_DOTTED_SEGMENT}(\.{_DOTTED_SEGMENT})*$", required=False,
-                                          allow_null=True)
-    parent_run_id = serializers.UUIDField(required=False, allow_null=True)
-    session_name = serializers.CharField(required=False, allow_null=True)
-    session_id = serializers.UUIDField(required=False, allow_null=True)
-    inputs = serializers.DictField(required=False, allow_null=True)
-    outputs = serializers.DictField(required=False, allow_null=True)
-    error = serializers.CharField(required=False, allow_null=True)
-    extra = serializers.DictField(required=False, allow_null=True)
-    events = serializers.ListField(child=serializers.DictField(), required=False, allow_null=True)
-    tags = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
-    reference_example_id = serializers.UUIDField(required=False, allow_null=True)
+    start_time = _optional(serializers.DateTimeField)
+    end_time = _optional(serializers.DateTimeField)
+    trace_id = _optional(serializers.UUIDField)
+    dotted_order = _optional(serializers.RegexField, regex=rf"^{_DOTTED_SEGMENT}(\.{_DOTTED_SEGMENT})*$")
+    parent_run_id = _optional(serializers.UUIDField)
+    session_name = _optional(serializers.CharField)
+    session_id = _optional(serializers.UUIDField)
+    inputs = _optional(serializers.DictField)
+    outputs = _optional(serializers.DictField)
+    error = _optional(serializers.CharField)
+    extra = _optional(serializers.DictField)
+    events = _optional(serializers.ListField, child=serializers.DictField())
+    tags = _optional(serializers.ListField, child=serializers.CharField())
+    reference_example_id = _optional(serializers.UUIDField)
 
     class Meta:
         ref_name = "TracingRunInput"

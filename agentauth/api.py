@@ -27,6 +27,13 @@ TAGS = ["Auth Service (v2)"]
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
 
+def answers(ok, *errors: int) -> dict:
+    """An operation's documented answers: `ok` for 200, and the error body of each status in `errors` (422 is the
+    validation error's)."""
+    return {200: ok, **{status: HTTPValidationErrorSerializer if status == 422 else ErrorSerializer
+                        for status in errors}}
+
+
 
 def validate_query(serializer_class, request) -> dict:
     """Validate query parameters; errors are 422 located at ["query", name]. Repeated parameters are refused."""
@@ -44,6 +51,7 @@ UNREADABLE = ("A stored OAuth secret cannot be decrypted: FIELD_ENCRYPTION_KEY d
 class CredentialsUnreadable(ServiceError, status=503, detail=UNREADABLE): ...
 
 
+@extend_schema(tags=TAGS)
 class AuthApiView(APIView):
     """Every Auth Service endpoint needs `auth:manage`; an undecryptable secret is a clear 503, not a 500."""
 
@@ -86,16 +94,22 @@ class ProviderFieldsSerializer(serializers.Serializer):
     code_challenge_method = serializers.ChoiceField(choices=OAuthProvider.ChallengeMethod.choices, default="S256")
 
 
-class ProviderListApi(AuthApiView):
+class ProviderApi(AuthApiView):
+    # No docstring: drf-spectacular would describe every provider operation with it.
     OutputSerializer = ProviderOutputSerializer
 
-    @extend_schema(responses=OutputSerializer(many=True), operation_id="list_oauth_providers", tags=TAGS)
+    def provider(self, provider_id: str) -> OAuthProvider:
+        return selectors.provider_get(workspace=self.request.user.workspace, provider_id=provider_id)
+
+
+class ProviderListApi(ProviderApi):
+    @extend_schema(responses=ProviderOutputSerializer(many=True), operation_id="list_oauth_providers")
     def get(self, request):
         providers = selectors.provider_list(workspace=request.user.workspace)
         return Response(self.OutputSerializer(providers, many=True).data)
 
 
-class ProviderCreateApi(AuthApiView):
+class ProviderCreateApi(ProviderApi):
 
     class InputSerializer(ProviderFieldsSerializer):
         provider_id = serializers.RegexField(PROVIDER_ID_PATTERN, max_length=64)
@@ -103,28 +117,21 @@ class ProviderCreateApi(AuthApiView):
         class Meta:
             ref_name = "OAuthProviderCreate"
 
-    OutputSerializer = ProviderOutputSerializer
-
-    @extend_schema(request=InputSerializer, operation_id="create_oauth_provider", tags=TAGS,
-                   responses={200: OutputSerializer, 400: ErrorSerializer, 409: ErrorSerializer,
-                              422: HTTPValidationErrorSerializer})
+    @extend_schema(request=InputSerializer, operation_id="create_oauth_provider",
+                   responses=answers(ProviderOutputSerializer, 400, 409, 422))
     def post(self, request):
         values = validated(self.InputSerializer, request.data)
         provider = services.provider_create(workspace=request.user.workspace, **values)
         return Response(self.OutputSerializer(provider).data)
 
 
-class ProviderDetailApi(AuthApiView):
-    OutputSerializer = ProviderOutputSerializer
-
-    @extend_schema(operation_id="get_oauth_provider", tags=TAGS,
-                   responses={200: OutputSerializer, 404: ErrorSerializer})
+class ProviderDetailApi(ProviderApi):
+    @extend_schema(operation_id="get_oauth_provider", responses=answers(ProviderOutputSerializer, 404))
     def get(self, request, provider_id):
-        provider = selectors.provider_get(workspace=request.user.workspace, provider_id=provider_id)
-        return Response(self.OutputSerializer(provider).data)
+        return Response(self.OutputSerializer(self.provider(provider_id)).data)
 
 
-class ProviderUpdateApi(AuthApiView):
+class ProviderUpdateApi(ProviderApi):
 
     class InputSerializer(ProviderFieldsSerializer):
         class Meta:
@@ -133,26 +140,21 @@ class ProviderUpdateApi(AuthApiView):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, partial=True, **kwargs)
 
-    OutputSerializer = ProviderOutputSerializer
-
-    @extend_schema(request=InputSerializer, operation_id="update_oauth_provider", tags=TAGS,
-                   responses={200: OutputSerializer, 400: ErrorSerializer, 404: ErrorSerializer,
-                              422: HTTPValidationErrorSerializer})
+    @extend_schema(request=InputSerializer, operation_id="update_oauth_provider",
+                   responses=answers(ProviderOutputSerializer, 400, 404, 422))
     def patch(self, request, provider_id):
-        provider = selectors.provider_get(workspace=request.user.workspace, provider_id=provider_id)
+        provider = self.provider(provider_id)
         values = validated(self.InputSerializer, request.data)
         provider = services.provider_update(provider=provider, **values)
         return Response(self.OutputSerializer(provider).data)
 
 
-class ProviderDeleteApi(AuthApiView):
+class ProviderDeleteApi(ProviderApi):
 
-    @extend_schema(operation_id="delete_oauth_provider", tags=TAGS,
-                   responses={200: OpenApiResponse(description="Deleted, with its flows and stored tokens."),
-                              404: ErrorSerializer})
+    @extend_schema(operation_id="delete_oauth_provider", responses=answers(
+        OpenApiResponse(description="Deleted, with its flows and stored tokens."), 404))
     def delete(self, request, provider_id):
-        provider = selectors.provider_get(workspace=request.user.workspace, provider_id=provider_id)
-        services.provider_delete(provider=provider)
+        services.provider_delete(provider=self.provider(provider_id))
         return Response({})
 
 
@@ -177,9 +179,8 @@ class AuthenticateApi(AuthApiView):
         class Meta:
             ref_name = "AuthAuthenticateResponse"
 
-    @extend_schema(request=InputSerializer, operation_id="authenticate", tags=TAGS,
-                   responses={200: OutputSerializer, 404: ErrorSerializer, 422: HTTPValidationErrorSerializer,
-                              502: ErrorSerializer})
+    @extend_schema(request=InputSerializer, operation_id="authenticate",
+                   responses=answers(OutputSerializer, 404, 422, 502))
     def post(self, request):
         values = validated(self.InputSerializer, request.data)
         result = services.auth_authenticate(workspace=request.user.workspace, user_id=values["user_id"],
@@ -202,8 +203,8 @@ class AuthWaitApi(AuthApiView):
         class Meta:
             ref_name = "AuthWaitResponse"
 
-    @extend_schema(parameters=[QuerySerializer], operation_id="wait_for_auth_completion", tags=TAGS,
-                   responses={200: OutputSerializer, 422: HTTPValidationErrorSerializer})
+    @extend_schema(parameters=[QuerySerializer], operation_id="wait_for_auth_completion",
+                   responses=answers(OutputSerializer, 422))
     def get(self, request, auth_id):
         timeout = min(validate_query(self.QuerySerializer, request)["timeout"], 300)
         result = selectors.flow_wait(workspace=request.user.workspace, auth_id=auth_id, timeout=timeout)
@@ -222,8 +223,8 @@ class TokensRevokeApi(AuthApiView):
         class Meta:
             ref_name = "AuthTokensDeleteResponse"
 
-    @extend_schema(parameters=[QuerySerializer], operation_id="delete_oauth_tokens", tags=TAGS,
-                   responses={200: OutputSerializer, 404: ErrorSerializer, 422: HTTPValidationErrorSerializer})
+    @extend_schema(parameters=[QuerySerializer], operation_id="delete_oauth_tokens",
+                   responses=answers(OutputSerializer, 404, 422))
     def delete(self, request):
         values = validate_query(self.QuerySerializer, request)
         deleted = services.tokens_revoke(workspace=request.user.workspace, user_id=values["user_id"],

@@ -181,6 +181,11 @@ class RunUpdateApi(_IngestApi):
         return self.ingest(request, _single_run, kind="patch", run_id=run_id)
 
 
+def _cost() -> serializers.DecimalField:
+    """A cost as the Run model stores it (20 digits, 10 after the point), written as a JSON number, or null."""
+    return serializers.DecimalField(max_digits=20, decimal_places=10, coerce_to_string=False, allow_null=True)
+
+
 class RunOutputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     tenant_id = serializers.UUIDField(source="workspace_id")
@@ -207,10 +212,9 @@ class RunOutputSerializer(serializers.Serializer):
     total_tokens = serializers.IntegerField(allow_null=True)
     prompt_tokens = serializers.IntegerField(allow_null=True)
     completion_tokens = serializers.IntegerField(allow_null=True)
-    total_cost = serializers.DecimalField(max_digits=20, decimal_places=10, coerce_to_string=False, allow_null=True)
-    prompt_cost = serializers.DecimalField(max_digits=20, decimal_places=10, coerce_to_string=False, allow_null=True)
-    completion_cost = serializers.DecimalField(max_digits=20, decimal_places=10, coerce_to_string=False,
-                                               allow_null=True)
+    total_cost = _cost()
+    prompt_cost = _cost()
+    completion_cost = _cost()
     first_token_time = serializers.DateTimeField(allow_null=True)
 
     class Meta:
@@ -220,10 +224,12 @@ class RunOutputSerializer(serializers.Serializer):
 class RunDetailApi(APIView):
     required_permission = "tracing:read"
 
-    @extend_schema(responses=RunOutputSerializer, tags=TAG)
+    OutputSerializer = RunOutputSerializer
+
+    @extend_schema(responses=OutputSerializer, tags=TAG)
     def get(self, request, run_id):
         run = selectors.run_get(workspace=request.user.workspace, run_id=run_id)
-        return Response(RunOutputSerializer(run).data)
+        return Response(self.OutputSerializer(run).data)
 
 
 class SessionOutputSerializer(serializers.Serializer):
@@ -244,12 +250,14 @@ class SessionListApi(APIView):
         limit = limit_field(default=100, maximum=100)
         offset = offset_field()
 
-    @extend_schema(parameters=[FilterSerializer], responses=SessionOutputSerializer(many=True), tags=TAG)
+    OutputSerializer = SessionOutputSerializer
+
+    @extend_schema(parameters=[FilterSerializer], responses=OutputSerializer(many=True), tags=TAG)
     def get(self, request):
         params = validated_query(self.FilterSerializer, request.query_params)
         projects = selectors.project_list(workspace=request.user.workspace, name=params.get("name"))
         page = projects[params["offset"]:params["offset"] + params["limit"]]
-        return Response(SessionOutputSerializer(page, many=True).data)
+        return Response(self.OutputSerializer(page, many=True).data)
 
 
 class SessionDetailApi(APIView):

@@ -206,7 +206,7 @@ class AuthWaitApi(AuthApiView):
     @extend_schema(parameters=[QuerySerializer], operation_id="wait_for_auth_completion",
                    responses=answers(OutputSerializer, 422))
     def get(self, request, auth_id):
-        timeout = min(validate_query(self.QuerySerializer, request)["timeout"], 300)
+        timeout = validate_query(self.QuerySerializer, request)["timeout"]
         result = selectors.flow_wait(workspace=request.user.workspace, auth_id=auth_id, timeout=timeout)
         return Response(self.OutputSerializer(result).data, headers=NO_STORE)
 

@@ -98,8 +98,8 @@ class ProviderApi(AuthApiView):
     # No docstring: drf-spectacular would describe every provider operation with it.
     OutputSerializer = ProviderOutputSerializer
 
-    def provider(self, provider_id: str) -> OAuthProvider:
-        return selectors.provider_get(workspace=self.request.user.workspace, provider_id=provider_id)
+    def provider(self, request, provider_id: str) -> OAuthProvider:
+        return selectors.provider_get(workspace=request.user.workspace, provider_id=provider_id)
 
 
 class ProviderListApi(ProviderApi):
@@ -128,7 +128,7 @@ class ProviderCreateApi(ProviderApi):
 class ProviderDetailApi(ProviderApi):
     @extend_schema(operation_id="get_oauth_provider", responses=answers(ProviderOutputSerializer, 404))
     def get(self, request, provider_id):
-        return Response(self.OutputSerializer(self.provider(provider_id)).data)
+        return Response(self.OutputSerializer(self.provider(request, provider_id)).data)
 
 
 class ProviderUpdateApi(ProviderApi):
@@ -143,7 +143,7 @@ class ProviderUpdateApi(ProviderApi):
     @extend_schema(request=InputSerializer, operation_id="update_oauth_provider",
                    responses=answers(ProviderOutputSerializer, 400, 404, 422))
     def patch(self, request, provider_id):
-        provider = self.provider(provider_id)
+        provider = self.provider(request, provider_id)
         values = validated(self.InputSerializer, request.data)
         provider = services.provider_update(provider=provider, **values)
         return Response(self.OutputSerializer(provider).data)
@@ -154,7 +154,7 @@ class ProviderDeleteApi(ProviderApi):
     @extend_schema(operation_id="delete_oauth_provider", responses=answers(
         OpenApiResponse(description="Deleted, with its flows and stored tokens."), 404))
     def delete(self, request, provider_id):
-        services.provider_delete(provider=self.provider(provider_id))
+        services.provider_delete(provider=self.provider(request, provider_id))
         return Response({})
 
 

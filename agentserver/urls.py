@@ -5,9 +5,11 @@ Paths are slash-less, as the LangGraph SDKs call them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.urls import path
+from rest_framework.views import APIView
 
 from agentserver import api, api_docs, api_runs, api_threads
 from agentserver.cors import is_preflight
@@ -33,7 +35,7 @@ A = "assistants/<str:assistant_id>"
 T = "threads/<str:thread_id>"
 
 # Each path and what serves it: an APIView, or method_routes() where a path has one view per method.
-ROUTES: dict[str, Any] = {
+ROUTES: dict[str, type[APIView] | Callable[..., Any]] = {
     "ok": api.OkApi,
     "info": api.InfoApi,
     "assistants": api.AssistantCreateApi,
@@ -73,4 +75,10 @@ ROUTES: dict[str, Any] = {
     "docs": api_docs.DocsApi,
 }
 
-urlpatterns = [path(route, view.as_view() if isinstance(view, type) else view) for route, view in ROUTES.items()]
+
+def _callback(view):
+    """A route's view function: an APIView's as_view(), or what method_routes() made, as it is."""
+    return view.as_view() if isinstance(view, type) else view
+
+
+urlpatterns = [path(route, _callback(view)) for route, view in ROUTES.items()]

@@ -120,8 +120,8 @@ class ProviderCreateApi(ProviderApi):
     @extend_schema(request=InputSerializer, operation_id="create_oauth_provider",
                    responses=answers(ProviderOutputSerializer, 400, 409, 422))
     def post(self, request):
-        values = validated(self.InputSerializer, request.data)
-        provider = services.provider_create(workspace=request.user.workspace, **values)
+        provider = services.provider_create(workspace=request.user.workspace,
+                                            **validated(self.InputSerializer, request.data))
         return Response(self.OutputSerializer(provider).data)
 
 

@@ -34,7 +34,6 @@ def answers(ok, *errors: int) -> dict:
                         for status in errors}}
 
 
-
 def validate_query(serializer_class, request) -> dict:
     """Validate query parameters; errors are 422 located at ["query", name]. Repeated parameters are refused."""
     repeated = [name for name in serializer_class().fields if len(request.query_params.getlist(name)) > 1]

@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import selectors, services
+from core.serializers import validated
 
 
 # A workspace as every operation answers it: one serializer, so one schema component (WorkspaceOutput).
@@ -39,9 +40,8 @@ class WorkspaceCreateApi(APIView):
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer, 409: None},
                    operation_id="create_workspace")
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        workspace = services.workspace_create(name=data.validated_data["name"], api_key=request.user.api_key)
+        data = validated(self.InputSerializer, request.data)
+        workspace = services.workspace_create(name=data["name"], api_key=request.user.api_key)
         return Response(self.OutputSerializer(workspace).data, status=201)
 
 

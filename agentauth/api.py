@@ -15,7 +15,8 @@ from core.exceptions import RequestValidationError, ServiceError
 from core.fields import UndecryptableValue
 from core.openapi import ErrorDetailSerializer as ErrorSerializer
 from core.openapi import HTTPValidationErrorSerializer
-from core.rest_errors import flatten_errors, validation_item
+from core.rest_errors import validation_item
+from core.serializers import validated, validated_query
 
 log = logging.getLogger("agentauth")
 
@@ -26,6 +27,12 @@ TAGS = ["Auth Service (v2)"]
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
 
+def answers(ok, *errors: int) -> dict:
+    """An operation's documented answers: `ok` for 200, and the error body of each status in `errors` (422 is the
+    validation error's)."""
+    return {200: ok, **{status: HTTPValidationErrorSerializer if status == 422 else ErrorSerializer
+                        for status in errors}}
+
 
 def validate_query(serializer_class, request) -> dict:
     """Validate query parameters; errors are 422 located at ["query", name]. Repeated parameters are refused."""
@@ -33,18 +40,17 @@ def validate_query(serializer_class, request) -> dict:
     if repeated:
         raise RequestValidationError([validation_item(["query", name], "Give this parameter once.",
                                                       "value_error") for name in repeated])
-    serializer = serializer_class(data=request.query_params)
-    if not serializer.is_valid():
-        raise RequestValidationError(flatten_errors(serializer.errors, ["query"]))
-    return serializer.validated_data
+    return validated_query(serializer_class, request.query_params)
 
 
-class CredentialsUnreadable(ServiceError):
-    status_code = 503
-    default_detail = ("A stored OAuth secret cannot be decrypted: FIELD_ENCRYPTION_KEY does not hold the key it was "
-                      "encrypted with.")
+UNREADABLE = ("A stored OAuth secret cannot be decrypted: FIELD_ENCRYPTION_KEY does not hold the key it was "
+              "encrypted with.")
 
 
+class CredentialsUnreadable(ServiceError, status=503, detail=UNREADABLE): ...
+
+
+@extend_schema(tags=TAGS)
 class AuthApiView(APIView):
     """Every Auth Service endpoint needs `auth:manage`; an undecryptable secret is a clear 503, not a 500."""
 
@@ -87,15 +93,22 @@ class ProviderFieldsSerializer(serializers.Serializer):
     code_challenge_method = serializers.ChoiceField(choices=OAuthProvider.ChallengeMethod.choices, default="S256")
 
 
-class ProviderListApi(AuthApiView):
+class ProviderApi(AuthApiView):
+    # No docstring: drf-spectacular would describe every provider operation with it.
+    OutputSerializer = ProviderOutputSerializer
 
-    @extend_schema(responses=ProviderOutputSerializer(many=True), operation_id="list_oauth_providers", tags=TAGS)
+    def provider(self, request, provider_id: str) -> OAuthProvider:
+        return selectors.provider_get(workspace=request.user.workspace, provider_id=provider_id)
+
+
+class ProviderListApi(ProviderApi):
+    @extend_schema(responses=ProviderOutputSerializer(many=True), operation_id="list_oauth_providers")
     def get(self, request):
         providers = selectors.provider_list(workspace=request.user.workspace)
-        return Response(ProviderOutputSerializer(providers, many=True).data)
+        return Response(self.OutputSerializer(providers, many=True).data)
 
 
-class ProviderCreateApi(AuthApiView):
+class ProviderCreateApi(ProviderApi):
 
     class InputSerializer(ProviderFieldsSerializer):
         provider_id = serializers.RegexField(PROVIDER_ID_PATTERN, max_length=64)
@@ -103,26 +116,21 @@ class ProviderCreateApi(AuthApiView):
         class Meta:
             ref_name = "OAuthProviderCreate"
 
-    @extend_schema(request=InputSerializer, operation_id="create_oauth_provider", tags=TAGS,
-                   responses={200: ProviderOutputSerializer, 400: ErrorSerializer, 409: ErrorSerializer,
-                              422: HTTPValidationErrorSerializer})
+    @extend_schema(request=InputSerializer, operation_id="create_oauth_provider",
+                   responses=answers(ProviderOutputSerializer, 400, 409, 422))
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        provider = services.provider_create(workspace=request.user.workspace, **data.validated_data)
-        return Response(ProviderOutputSerializer(provider).data)
+        provider = services.provider_create(workspace=request.user.workspace,
+                                            **validated(self.InputSerializer, request.data))
+        return Response(self.OutputSerializer(provider).data)
 
 
-class ProviderDetailApi(AuthApiView):
-
-    @extend_schema(operation_id="get_oauth_provider", tags=TAGS,
-                   responses={200: ProviderOutputSerializer, 404: ErrorSerializer})
+class ProviderDetailApi(ProviderApi):
+    @extend_schema(operation_id="get_oauth_provider", responses=answers(ProviderOutputSerializer, 404))
     def get(self, request, provider_id):
-        provider = selectors.provider_get(workspace=request.user.workspace, provider_id=provider_id)
-        return Response(ProviderOutputSerializer(provider).data)
+        return Response(self.OutputSerializer(self.provider(request, provider_id)).data)
 
 
-class ProviderUpdateApi(AuthApiView):
+class ProviderUpdateApi(ProviderApi):
 
     class InputSerializer(ProviderFieldsSerializer):
         class Meta:
@@ -131,25 +139,21 @@ class ProviderUpdateApi(AuthApiView):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, partial=True, **kwargs)
 
-    @extend_schema(request=InputSerializer, operation_id="update_oauth_provider", tags=TAGS,
-                   responses={200: ProviderOutputSerializer, 400: ErrorSerializer, 404: ErrorSerializer,
-                              422: HTTPValidationErrorSerializer})
+    @extend_schema(request=InputSerializer, operation_id="update_oauth_provider",
+                   responses=answers(ProviderOutputSerializer, 400, 404, 422))
     def patch(self, request, provider_id):
-        provider = selectors.provider_get(workspace=request.user.workspace, provider_id=provider_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        provider = services.provider_update(provider=provider, **data.validated_data)
-        return Response(ProviderOutputSerializer(provider).data)
+        provider = self.provider(request, provider_id)
+        values = validated(self.InputSerializer, request.data)
+        provider = services.provider_update(provider=provider, **values)
+        return Response(self.OutputSerializer(provider).data)
 
 
-class ProviderDeleteApi(AuthApiView):
+class ProviderDeleteApi(ProviderApi):
 
-    @extend_schema(operation_id="delete_oauth_provider", tags=TAGS,
-                   responses={200: OpenApiResponse(description="Deleted, with its flows and stored tokens."),
-                              404: ErrorSerializer})
+    @extend_schema(operation_id="delete_oauth_provider", responses=answers(
+        OpenApiResponse(description="Deleted, with its flows and stored tokens."), 404))
     def delete(self, request, provider_id):
-        provider = selectors.provider_get(workspace=request.user.workspace, provider_id=provider_id)
-        services.provider_delete(provider=provider)
+        services.provider_delete(provider=self.provider(request, provider_id))
         return Response({})
 
 
@@ -174,19 +178,14 @@ class AuthenticateApi(AuthApiView):
         class Meta:
             ref_name = "AuthAuthenticateResponse"
 
-    @extend_schema(request=InputSerializer, operation_id="authenticate", tags=TAGS,
-                   responses={200: OutputSerializer, 404: ErrorSerializer, 422: HTTPValidationErrorSerializer,
-                              502: ErrorSerializer})
+    @extend_schema(request=InputSerializer, operation_id="authenticate",
+                   responses=answers(OutputSerializer, 404, 422, 502))
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
+        values = validated(self.InputSerializer, request.data)
         result = services.auth_authenticate(workspace=request.user.workspace, user_id=values["user_id"],
                                             provider_id=values["provider"], scopes=values["scopes"],
                                             agent_id=values.get("agent_id"))
-        body = {"status": result.status, "url": result.url, "token": result.token,
-                "auth_id": str(result.auth_id) if result.auth_id else None}
-        return Response(self.OutputSerializer(body).data, headers=NO_STORE)
+        return Response(self.OutputSerializer(result).data, headers=NO_STORE)
 
 
 class AuthWaitApi(AuthApiView):
@@ -203,13 +202,12 @@ class AuthWaitApi(AuthApiView):
         class Meta:
             ref_name = "AuthWaitResponse"
 
-    @extend_schema(parameters=[QuerySerializer], operation_id="wait_for_auth_completion", tags=TAGS,
-                   responses={200: OutputSerializer, 422: HTTPValidationErrorSerializer})
+    @extend_schema(parameters=[QuerySerializer], operation_id="wait_for_auth_completion",
+                   responses=answers(OutputSerializer, 422))
     def get(self, request, auth_id):
-        timeout = min(validate_query(self.QuerySerializer, request)["timeout"], 300)
+        timeout = validate_query(self.QuerySerializer, request)["timeout"]
         result = selectors.flow_wait(workspace=request.user.workspace, auth_id=auth_id, timeout=timeout)
-        return Response(self.OutputSerializer({"status": result.status, "token": result.token}).data,
-                        headers=NO_STORE)
+        return Response(self.OutputSerializer(result).data, headers=NO_STORE)
 
 
 class TokensRevokeApi(AuthApiView):
@@ -224,8 +222,8 @@ class TokensRevokeApi(AuthApiView):
         class Meta:
             ref_name = "AuthTokensDeleteResponse"
 
-    @extend_schema(parameters=[QuerySerializer], operation_id="delete_oauth_tokens", tags=TAGS,
-                   responses={200: OutputSerializer, 404: ErrorSerializer, 422: HTTPValidationErrorSerializer})
+    @extend_schema(parameters=[QuerySerializer], operation_id="delete_oauth_tokens",
+                   responses=answers(OutputSerializer, 404, 422))
     def delete(self, request):
         values = validate_query(self.QuerySerializer, request)
         deleted = services.tokens_revoke(workspace=request.user.workspace, user_id=values["user_id"],

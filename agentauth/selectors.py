@@ -17,6 +17,8 @@ from core.exceptions import NotFound
 # queries for a slow one. No transaction is held between reads.
 _POLL_FIRST_SECONDS = 0.2
 _POLL_MAX_SECONDS = 1.0
+# A longer wait waits this long: the request holds a worker meanwhile.
+WAIT_MAX_SECONDS = 300
 
 
 def provider_list(*, workspace: Workspace) -> QuerySet[OAuthProvider]:
@@ -75,8 +77,9 @@ def flow_check(*, workspace: Workspace, auth_id: str) -> WaitResult:
 
 
 def flow_wait(*, workspace: Workspace, auth_id: str, timeout: float) -> WaitResult:
-    """Poll until the flow leaves `pending`; after `timeout` seconds answer `timeout` (0 answers at once)."""
-    deadline = time.monotonic() + timeout
+    """Poll until the flow leaves `pending`; after `timeout` seconds (at most WAIT_MAX_SECONDS) answer `timeout`
+    (0 answers at once)."""
+    deadline = time.monotonic() + min(timeout, WAIT_MAX_SECONDS)
     pause = _POLL_FIRST_SECONDS
     while True:
         result = flow_check(workspace=workspace, auth_id=auth_id)

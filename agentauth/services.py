@@ -42,9 +42,8 @@ FLOW_COOKIE_PREFIX = "agentauth_flow_"
 PROVIDER_FIELDS = ("name", "client_id", "client_secret", "auth_url", "token_url", "uses_pkce", "code_challenge_method")
 
 
-class ProviderUnavailable(ServiceError):
-    status_code = 502
-    default_detail = "The OAuth provider's token endpoint did not answer. Try again later."
+class ProviderUnavailable(ServiceError, status=502,
+                          detail="The OAuth provider's token endpoint did not answer. Try again later."): ...
 
 
 class FlowRefused(Exception):

@@ -76,10 +76,17 @@ class AssistantOutputSerializer(serializers.Serializer):
 class AssistantBaseApi(AgentServerApi):
     # No docstring: drf-spectacular would describe every assistant operation with it.
     OutputSerializer = AssistantOutputSerializer
+    InputSerializer: type[serializers.Serializer]  # of the views that change an assistant
 
     def assistant(self, raw_id: str):
         services.assistants_ensure_system(caller=self.caller)
         return selectors.assistant_get(caller=self.caller, assistant_id=assistant_id_of(raw_id))
+
+    def changed(self, raw_id: str, change) -> Response:
+        """Apply `change` (a service: the assistant, and the validated InputSerializer) and answer the assistant."""
+        assistant = self.assistant(raw_id)
+        data = self.parse(self.InputSerializer)
+        return Response(self.OutputSerializer(change(assistant=assistant, **data)).data)
 
 
 class AssistantCreateApi(AssistantBaseApi):
@@ -172,9 +179,7 @@ class AssistantUpdateApi(AssistantBaseApi):
     @extend_schema(request=InputSerializer, responses=AssistantOutputSerializer,
                    operation_id="patch_assistant_assistants__assistant_id__patch")
     def patch(self, request, assistant_id: str):
-        assistant = self.assistant(assistant_id)
-        data = self.parse(self.InputSerializer)
-        return Response(self.OutputSerializer(services.assistant_update(assistant=assistant, **data)).data)
+        return self.changed(assistant_id, services.assistant_update)
 
 
 class AssistantDeleteApi(AssistantBaseApi):
@@ -231,9 +236,7 @@ class AssistantSetLatestApi(AssistantBaseApi):
     @extend_schema(request=InputSerializer, responses=AssistantOutputSerializer,
                    operation_id="set_latest_assistant_version_assistants__assistant_id__versions_post")
     def post(self, request, assistant_id: str):
-        assistant = self.assistant(assistant_id)
-        data = self.parse(self.InputSerializer)
-        return Response(self.OutputSerializer(services.assistant_set_latest(assistant=assistant, **data)).data)
+        return self.changed(assistant_id, services.assistant_set_latest)
 
 
 def _xray(request) -> bool | int:

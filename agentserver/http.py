@@ -25,6 +25,7 @@ from chat.wire import dumps
 from core.exception_handler import handle_exception as core_handle_exception
 from core.exceptions import RequestValidationError
 from core.rest_errors import api_error_response
+from core.serializers import validated
 
 SORT_ORDERS = ("asc", "desc")
 
@@ -119,9 +120,7 @@ class AgentServerApi(APIView):
         return response
 
     def parse(self, serializer_class, data=None) -> dict:
-        serializer = serializer_class(data=self.request.data if data is None else data)
-        serializer.is_valid(raise_exception=True)
-        return serializer.validated_data
+        return validated(serializer_class, self.request.data if data is None else data)
 
 
 def thread_id_problem(request, thread_id: str) -> str | None:

@@ -5,7 +5,11 @@ Paths are slash-less, as the LangGraph SDKs call them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django.urls import path
+from rest_framework.views import APIView
 
 from agentserver import api, api_docs, api_runs, api_threads
 from agentserver.cors import is_preflight
@@ -30,42 +34,51 @@ def method_routes(**views):
 A = "assistants/<str:assistant_id>"
 T = "threads/<str:thread_id>"
 
-urlpatterns = [
-    path("ok", api.OkApi.as_view()),
-    path("info", api.InfoApi.as_view()),
-    path("assistants", api.AssistantCreateApi.as_view()),
-    path("assistants/search", api.AssistantSearchApi.as_view()),
-    path("assistants/count", api.AssistantCountApi.as_view()),
-    path(A, method_routes(get=api.AssistantGetApi, patch=api.AssistantUpdateApi, delete=api.AssistantDeleteApi)),
-    path(f"{A}/versions", api.AssistantVersionsApi.as_view()),
-    path(f"{A}/latest", api.AssistantSetLatestApi.as_view()),
-    path(f"{A}/graph", api.AssistantGraphApi.as_view()),
-    path(f"{A}/schemas", api.AssistantSchemasApi.as_view()),
-    path(f"{A}/subgraphs", api.AssistantSubgraphsApi.as_view()),
-    path(f"{A}/subgraphs/<str:namespace>", api.AssistantSubgraphApi.as_view()),
-    path("threads", api_threads.ThreadCreateApi.as_view()),
-    path("threads/search", api_threads.ThreadSearchApi.as_view()),
-    path("threads/count", api_threads.ThreadCountApi.as_view()),
-    path(T, method_routes(get=api_threads.ThreadGetApi, patch=api_threads.ThreadUpdateApi,
-                          delete=api_threads.ThreadDeleteApi)),
-    path(f"{T}/copy", api_threads.ThreadCopyApi.as_view()),
-    path(f"{T}/state", method_routes(get=api_threads.ThreadStateGetApi, post=api_threads.ThreadStateUpdateApi)),
-    path(f"{T}/state/checkpoint", api_threads.ThreadStateAtCheckpointApi.as_view()),
-    path(f"{T}/state/<str:checkpoint_id>", api_threads.ThreadStateAtCheckpointIdApi.as_view()),
-    path(f"{T}/history", method_routes(get=api_threads.ThreadHistoryGetApi, post=api_threads.ThreadHistoryPostApi)),
-    path(f"{T}/runs", method_routes(get=api_runs.ThreadRunListApi, post=api_runs.ThreadRunCreateApi)),
-    path(f"{T}/runs/stream", api_runs.ThreadRunStreamApi.as_view()),
-    path(f"{T}/runs/wait", api_runs.ThreadRunWaitApi.as_view()),
-    path(f"{T}/runs/<str:run_id>", method_routes(get=api_runs.RunGetApi, delete=api_runs.RunDeleteApi)),
-    path(f"{T}/runs/<str:run_id>/join", api_runs.RunJoinApi.as_view()),
-    path(f"{T}/runs/<str:run_id>/stream", api_runs.RunJoinStreamApi.as_view()),
-    path(f"{T}/runs/<str:run_id>/cancel", api_runs.RunCancelApi.as_view()),
-    path(f"{T}/stream", api_runs.ThreadStreamApi.as_view()),
-    path("runs", api_runs.StatelessRunCreateApi.as_view()),
-    path("runs/stream", api_runs.StatelessRunStreamApi.as_view()),
-    path("runs/wait", api_runs.StatelessRunWaitApi.as_view()),
-    path("runs/batch", api_runs.RunBatchApi.as_view()),
-    path("runs/cancel", api_runs.RunsCancelManyApi.as_view()),
-    path("openapi.json", api_docs.OpenApiDocumentApi.as_view()),
-    path("docs", api_docs.DocsApi.as_view()),
-]
+# Each path and what serves it: an APIView, or method_routes() where a path has one view per method.
+ROUTES: dict[str, type[APIView] | Callable[..., Any]] = {
+    "ok": api.OkApi,
+    "info": api.InfoApi,
+    "assistants": api.AssistantCreateApi,
+    "assistants/search": api.AssistantSearchApi,
+    "assistants/count": api.AssistantCountApi,
+    A: method_routes(get=api.AssistantGetApi, patch=api.AssistantUpdateApi, delete=api.AssistantDeleteApi),
+    f"{A}/versions": api.AssistantVersionsApi,
+    f"{A}/latest": api.AssistantSetLatestApi,
+    f"{A}/graph": api.AssistantGraphApi,
+    f"{A}/schemas": api.AssistantSchemasApi,
+    f"{A}/subgraphs": api.AssistantSubgraphsApi,
+    f"{A}/subgraphs/<str:namespace>": api.AssistantSubgraphApi,
+    "threads": api_threads.ThreadCreateApi,
+    "threads/search": api_threads.ThreadSearchApi,
+    "threads/count": api_threads.ThreadCountApi,
+    T: method_routes(get=api_threads.ThreadGetApi, patch=api_threads.ThreadUpdateApi,
+                     delete=api_threads.ThreadDeleteApi),
+    f"{T}/copy": api_threads.ThreadCopyApi,
+    f"{T}/state": method_routes(get=api_threads.ThreadStateGetApi, post=api_threads.ThreadStateUpdateApi),
+    f"{T}/state/checkpoint": api_threads.ThreadStateAtCheckpointApi,
+    f"{T}/state/<str:checkpoint_id>": api_threads.ThreadStateAtCheckpointIdApi,
+    f"{T}/history": method_routes(get=api_threads.ThreadHistoryGetApi, post=api_threads.ThreadHistoryPostApi),
+    f"{T}/runs": method_routes(get=api_runs.ThreadRunListApi, post=api_runs.ThreadRunCreateApi),
+    f"{T}/runs/stream": api_runs.ThreadRunStreamApi,
+    f"{T}/runs/wait": api_runs.ThreadRunWaitApi,
+    f"{T}/runs/<str:run_id>": method_routes(get=api_runs.RunGetApi, delete=api_runs.RunDeleteApi),
+    f"{T}/runs/<str:run_id>/join": api_runs.RunJoinApi,
+    f"{T}/runs/<str:run_id>/stream": api_runs.RunJoinStreamApi,
+    f"{T}/runs/<str:run_id>/cancel": api_runs.RunCancelApi,
+    f"{T}/stream": api_runs.ThreadStreamApi,
+    "runs": api_runs.StatelessRunCreateApi,
+    "runs/stream": api_runs.StatelessRunStreamApi,
+    "runs/wait": api_runs.StatelessRunWaitApi,
+    "runs/batch": api_runs.RunBatchApi,
+    "runs/cancel": api_runs.RunsCancelManyApi,
+    "openapi.json": api_docs.OpenApiDocumentApi,
+    "docs": api_docs.DocsApi,
+}
+
+
+def _callback(view):
+    """A route's view function: an APIView's as_view(), or what method_routes() made, as it is."""
+    return view.as_view() if isinstance(view, type) else view
+
+
+urlpatterns = [path(route, _callback(view)) for route, view in ROUTES.items()]

@@ -277,25 +277,14 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         """Async `get_tuple`."""
         return next(iter(self._build(await self._workers.run(self._fetch_one, config))), None)
 
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
+    async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+                    before: RunnableConfig | None = None, limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
         """Async `list`."""
         for item in self._build(await self._workers.run(self._fetch_many, config, filter, before, limit)):
             yield item
 
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> RunnableConfig:
         """Async `put`."""
         stored, params, blobs = self._checkpoint_rows(config, checkpoint, metadata, new_versions)
         await self._workers.run(self._store.store_checkpoint, params, blobs)

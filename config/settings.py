@@ -12,7 +12,7 @@ from pathlib import Path
 
 from core.env import env_bool, env_float, env_int, env_list, env_str
 from core.settings_env import *  # noqa: F403
-from core.settings_env import DATA_DIR, DEBUG, PUBLIC_BASE_URL
+from core.settings_env import DATA_DIR, DEBUG, PUBLIC_BASE_URL, middleware
 
 INSTALLED_APPS = [
     "config.apps.DaphneConfig",  # before staticfiles: its `runserver` (ASGI) wins
@@ -38,17 +38,7 @@ INSTALLED_APPS = [
     "agentserver",
 ]
 
-MIDDLEWARE = [
-    "core.middleware.BodyLimitMiddleware",
-    "django.middleware.security.SecurityMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "core.middleware.JsonErrorPagesMiddleware",
-]
+MIDDLEWARE = middleware(pages=True)
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

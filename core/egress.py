@@ -25,7 +25,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import urlsplit
 
@@ -81,7 +81,7 @@ class PinnedTarget:
     scheme: str
     host: str
     port: int
-    addresses: list[str] = field(default_factory=list)
+    addresses: list[str]
 
 
 # --- resolver ---------------------------------------------------------------------------------

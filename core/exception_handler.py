@@ -31,10 +31,8 @@ def handle_exception(exc, context) -> Response:
         exc = database_unavailable(exc)
     if isinstance(exc, ServiceUnavailable):
         log.error("503 on %s %s: %s", *_request_line(context), exc.detail)
-        return api_error_response(503, exc.detail, headers={"Retry-After": str(exc.retry_after_seconds)})
     if isinstance(exc, ServiceError):
-        retry_after = getattr(exc, "retry_after_seconds", None)  # TooManyRequests
-        headers = {"Retry-After": str(retry_after)} if retry_after else None
+        headers = {"Retry-After": str(exc.retry_after_seconds)} if exc.retry_after_seconds else None
         return api_error_response(exc.status_code, exc.detail, headers=headers)
     if isinstance(exc, Http404):
         return api_error_response(404, "Not Found")

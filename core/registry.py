@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Handler:
-    kind: str
     queue: str
     func: Callable
 
@@ -41,7 +40,7 @@ SERVE_SETUPS: dict[str, Callable] = {}
 
 def job_handler(kind: str, *, queue: str = "default"):
     def register(func: Callable) -> Callable:
-        HANDLERS[kind] = Handler(kind=kind, queue=queue, func=func)
+        HANDLERS[kind] = Handler(queue=queue, func=func)
         return func
 
     return register

@@ -104,6 +104,24 @@ TEMPLATES = [
 ]
 
 
+def middleware(*, pages: bool) -> list[str]:
+    """The middleware of a process, in order. `pages` adds what the admin and the HTML pages need (CSRF and
+    messages): the service has them, a revision's serving process (the Agent Server API only) does not."""
+    csrf = ["django.middleware.csrf.CsrfViewMiddleware"] if pages else []
+    messages = ["django.contrib.messages.middleware.MessageMiddleware"] if pages else []
+    return [
+        "core.middleware.BodyLimitMiddleware",
+        "django.middleware.security.SecurityMiddleware",
+        "django.contrib.sessions.middleware.SessionMiddleware",
+        "django.middleware.common.CommonMiddleware",
+        *csrf,
+        "django.contrib.auth.middleware.AuthenticationMiddleware",
+        *messages,
+        "django.middleware.clickjacking.XFrameOptionsMiddleware",
+        "core.middleware.JsonErrorPagesMiddleware",
+    ]
+
+
 def _databases() -> dict:
     url = env_str("DATABASE_URL")
     if url:

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.pagination import limit_field, offset_field
+from core.serializers import validated, validated_query
 from deployments import selectors, services
 from deployments.models import Deployment, Revision
 from deployments.serializers import (
@@ -26,7 +27,6 @@ from deployments.serializers import (
     UuidListField,
     parse_path_uuid,
     secrets_input,
-    validate_query,
 )
 from deployments.states import RevisionStatus
 
@@ -84,7 +84,7 @@ class DeploymentListApi(APIView):
     @extend_schema(parameters=[FilterSerializer], responses={200: OutputSerializer, 422: None},
                    operation_id="list_deployments")
     def get(self, request):
-        filters = validate_query(self.FilterSerializer, request.query_params)
+        filters = validated_query(self.FilterSerializer, request.query_params)
         deployments = selectors.deployment_list(
             workspace=request.user.workspace, name=filters.get("name"), name_contains=filters.get("name_contains"),
             status=filters.get("status"), deployment_type=filters.get("deployment_type"),
@@ -120,9 +120,7 @@ class DeploymentCreateApi(APIView):
                    parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False)],
                    operation_id="create_deployment")
     def post(self, request):
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = _plain(serializer.validated_data)
+        data = _plain(validated(self.InputSerializer, request.data))
         result = services.deployment_create(
             workspace=request.user.workspace, name=data["name"], source=data["source"],
             source_config=data.get("source_config") or {}, source_revision_config=data.get("source_revision_config")
@@ -165,9 +163,8 @@ class DeploymentUpdateApi(APIView):
                    operation_id="patch_deployment")
     def patch(self, request, deployment_id):
         deployment = deployment_from_path(request, deployment_id)
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        updated = services.deployment_update(deployment=deployment, data=_plain(serializer.validated_data))
+        data = _plain(validated(self.InputSerializer, request.data))
+        updated = services.deployment_update(deployment=deployment, data=data)
         return Response(self.OutputSerializer(updated).data)
 
 
@@ -206,7 +203,7 @@ class RevisionListApi(APIView):
                    operation_id="list_revisions")
     def get(self, request, deployment_id):
         deployment = deployment_from_path(request, deployment_id)
-        filters = validate_query(self.FilterSerializer, request.query_params)
+        filters = validated_query(self.FilterSerializer, request.query_params)
         revisions = selectors.revision_list(deployment=deployment, statuses=filters.get("status"))
         page = _page(revisions, offset=filters["offset"], limit=filters["limit"])
         return Response(self.OutputSerializer(page).data)

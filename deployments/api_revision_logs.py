@@ -7,10 +7,11 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.serializers import validated, validated_query
 from deployments import selectors
 from deployments.api import NOT_FOUND, READ, deployment_from_path, revision_from_path
 from deployments.models import RevisionLog
-from deployments.serializers import LogParamsSerializer, LogsOutputSerializer, validate_query
+from deployments.serializers import LogParamsSerializer, LogsOutputSerializer
 
 
 def _log_page(revisions, params: dict, log_type: str) -> dict:
@@ -36,7 +37,7 @@ class RevisionLogsApi(APIView):
                    operation_id="revision_logs")
     def get(self, request, deployment_id, revision_id):
         _, revision = revision_from_path(request, deployment_id, revision_id)
-        filters = validate_query(self.FilterSerializer, request.query_params)
+        filters = validated_query(self.FilterSerializer, request.query_params)
         return Response(self.OutputSerializer(_log_page([revision], filters, filters["type"])).data)
 
 
@@ -49,9 +50,8 @@ class _ProjectLogsApi(APIView):
     OutputSerializer = LogsOutputSerializer
 
     def logs_response(self, request, revisions, log_type: str) -> Response:
-        serializer = self.InputSerializer(data=request.data or {})
-        serializer.is_valid(raise_exception=True)
-        return Response(self.OutputSerializer(_log_page(revisions, serializer.validated_data, log_type)).data)
+        params = validated(self.InputSerializer, request.data or {})
+        return Response(self.OutputSerializer(_log_page(revisions, params, log_type)).data)
 
 
 class _ProjectRevisionLogsApi(_ProjectLogsApi):

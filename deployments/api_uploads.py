@@ -9,6 +9,7 @@ from rest_framework.parsers import BaseParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.serializers import validated
 from deployments import uploads
 from deployments.api import MANAGE, NOT_FOUND, deployment_from_path
 
@@ -35,7 +36,7 @@ class UploadUrlCreateApi(APIView):
                    operation_id="create_upload_url")
     def post(self, request, deployment_id):
         deployment = deployment_from_path(request, deployment_id)
-        self.InputSerializer(data=request.data).is_valid(raise_exception=True)
+        validated(self.InputSerializer, request.data)
         return Response(self.OutputSerializer(uploads.upload_url_create(deployment=deployment)).data)
 
 

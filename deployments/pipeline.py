@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -22,7 +23,7 @@ from core.services import job_enqueue
 from deployments import services, states
 from deployments.models import Deployment, Revision, RevisionLog
 from deployments.processes import StepStopped
-from deployments.runners import StepContext, StepFailed
+from deployments.runners import Runner, StepContext, StepFailed
 from deployments.services import get_runner
 from deployments.states import RevisionStatus as S
 from deployments.uploads import uploads_remove
@@ -97,32 +98,69 @@ def _start_step(revision_id: str, job: Job, lease, log_type: str) -> tuple[Revis
 
 def build_step(*, revision_id: str, job: Job, lease) -> None:
     """QUEUED → AWAITING_BUILD (fetch) → BUILDING → AWAITING_DEPLOY, then queue the deploy step."""
-    started = _start_step(revision_id, job, lease, RevisionLog.Type.BUILD)
+    _run_step(revision_id, job, lease, RevisionLog.Type.BUILD, _build)
+
+
+def deploy_step(*, revision_id: str, job: Job, lease) -> None:
+    """AWAITING_DEPLOY → DEPLOYING → (healthy) DEPLOYED and active; the previous revision is then stopped."""
+    _run_step(revision_id, job, lease, RevisionLog.Type.DEPLOY, _deploy)
+
+
+def _build(revision: Revision, ctx: StepContext, runner: Runner) -> None:
+    if revision.status == S.QUEUED:
+        _advance(revision, S.AWAITING_BUILD)
+    runner.fetch_source(ctx)
+    if revision.status == S.AWAITING_BUILD:
+        _advance(revision, S.BUILDING)
+    runner.build(ctx)
+    with transaction.atomic():
+        _advance(revision, S.AWAITING_DEPLOY, "Build succeeded.")
+        job_enqueue(kind="deployments.deploy", payload={"revision_id": str(revision.id)})
+
+
+def _deploy(revision: Revision, ctx: StepContext, runner: Runner) -> None:
+    if revision.status == S.AWAITING_DEPLOY:
+        _advance(revision, S.DEPLOYING)
+    runner.start(ctx)
+    runner.wait_healthy(ctx)
+    previous = services.revision_activate(revision=revision)
+    ctx.log("This revision is now the one served at the deployment's URL.")
+    if previous is not None:
+        runner.stop(previous)
+        runner.discard(previous)
+        services.log_append(revision=previous, type=RevisionLog.Type.DEPLOY,
+                            lines=[f"Replaced by revision #{revision.number}; stopped."])
+
+
+def _run_step(revision_id: str, job: Job, lease, log_type: str,
+              stages: Callable[[Revision, StepContext, Runner], None]) -> None:
+    """Run a build or deploy step's stages. The runner's StepFailed or an unexpected error ends the revision
+    BUILD_FAILED or DEPLOY_FAILED; a stop (the revision was interrupted or superseded, or the lease lost) leaves
+    its status to whoever stopped it."""
+    started = _start_step(revision_id, job, lease, log_type)
     if started is None:
         return
     revision, ctx = started
-    runner = get_runner()
+    step, failed = ("deploy", S.DEPLOY_FAILED) if log_type == RevisionLog.Type.DEPLOY else ("build", S.BUILD_FAILED)
     try:
-        if revision.status == S.QUEUED:
-            _advance(revision, S.AWAITING_BUILD)
-        runner.fetch_source(ctx)
-        if revision.status == S.AWAITING_BUILD:
-            _advance(revision, S.BUILDING)
-        runner.build(ctx)
-        with transaction.atomic():
-            _advance(revision, S.AWAITING_DEPLOY, "Build succeeded.")
-            job_enqueue(kind="deployments.deploy", payload={"revision_id": str(revision.id)})
+        stages(revision, ctx, get_runner())
     except StepFailed as exc:
         ctx.sink.flush()
-        services.revision_transition(revision=revision, to=S.BUILD_FAILED, message=str(exc))
-        runner.discard(revision)
-    except StepStopped as exc:
+        _fail(revision, failed, str(exc))
+    except (StepStopped, services.StaleRevision) as exc:
         _stopped(ctx, lease, exc)
     except Exception as exc:
-        log.exception("build of revision %s failed", revision.id)
-        services.revision_transition(revision=revision, to=S.BUILD_FAILED,
-                                     message=f"Internal error during the build ({type(exc).__name__}).")
-        runner.discard(revision)
+        log.exception("%s of revision %s failed", step, revision.id)
+        _fail(revision, failed, f"Internal error during the {step} ({type(exc).__name__}).")
+
+
+def _fail(revision: Revision, failed: str, message: str) -> None:
+    """End a revision whose step failed: nothing of it stays served or on disk (stopping one that is not served
+    does nothing)."""
+    runner = get_runner()
+    runner.stop(revision)
+    services.revision_transition(revision=revision, to=failed, message=message)
+    runner.discard(revision)
 
 
 def _stopped(ctx: StepContext, lease, exc: Exception) -> None:
@@ -130,39 +168,6 @@ def _stopped(ctx: StepContext, lease, exc: Exception) -> None:
     if lease is None or not lease.lost:
         get_runner().stop(ctx.revision)
         get_runner().discard(ctx.revision)
-
-
-def deploy_step(*, revision_id: str, job: Job, lease) -> None:
-    """AWAITING_DEPLOY → DEPLOYING → (healthy) DEPLOYED and active; the previous revision is then stopped."""
-    started = _start_step(revision_id, job, lease, RevisionLog.Type.DEPLOY)
-    if started is None:
-        return
-    revision, ctx = started
-    runner = get_runner()
-    try:
-        if revision.status == S.AWAITING_DEPLOY:
-            _advance(revision, S.DEPLOYING)
-        runner.start(ctx)
-        runner.wait_healthy(ctx)
-        previous = services.revision_activate(revision=revision)
-        ctx.log("This revision is now the one served at the deployment's URL.")
-        if previous is not None:
-            runner.stop(previous)
-            runner.discard(previous)
-            services.log_append(revision=previous, type=RevisionLog.Type.DEPLOY,
-                                lines=[f"Replaced by revision #{revision.number}; stopped."])
-    except StepFailed as exc:
-        ctx.sink.flush()
-        runner.stop(revision)
-        services.revision_transition(revision=revision, to=S.DEPLOY_FAILED, message=str(exc))
-        runner.discard(revision)
-    except (StepStopped, services.StaleRevision) as exc:
-        _stopped(ctx, lease, exc)
-    except Exception as exc:
-        log.exception("deploy of revision %s failed", revision.id)
-        runner.stop(revision)
-        services.revision_transition(revision=revision, to=S.DEPLOY_FAILED,
-                                     message=f"Internal error during the deploy ({type(exc).__name__}).")
 
 
 def teardown_step(*, deployment_id: str) -> None:

@@ -19,20 +19,11 @@ from rest_framework import serializers
 
 from core.exceptions import RequestValidationError
 from core.pagination import limit_field
-from core.rest_errors import flatten_errors
 from deployments import services
 from deployments.models import Deployment, RevisionLog
 from deployments.states import RevisionStatus
 
 DEPLOYMENT_TYPES = ["dev_free", "dev", "prod", "dev_zero", "dev_free_zero"]
-
-
-def validate_query(serializer_class, data) -> dict:
-    """Validate query parameters; errors are 422 with loc ["query", name]."""
-    serializer = serializer_class(data=data)
-    if not serializer.is_valid():
-        raise RequestValidationError(flatten_errors(serializer.errors, ["query"]))
-    return serializer.validated_data
 
 
 def parse_path_uuid(value: str, name: str) -> uuid.UUID:

@@ -33,9 +33,9 @@ def registered(monkeypatch):
     def fail(job, lease):
         raise ValueError("broken")
 
-    monkeypatch.setitem(HANDLERS, "test.record", Handler("test.record", "default", record))
-    monkeypatch.setitem(HANDLERS, "test.retry", Handler("test.retry", "default", retry))
-    monkeypatch.setitem(HANDLERS, "test.fail", Handler("test.fail", "default", fail))
+    monkeypatch.setitem(HANDLERS, "test.record", Handler("default", record))
+    monkeypatch.setitem(HANDLERS, "test.retry", Handler("default", retry))
+    monkeypatch.setitem(HANDLERS, "test.fail", Handler("default", fail))
 
 
 def test_a_worker_runs_a_queued_job_once(registered):

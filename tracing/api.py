@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 from core.exception_handler import database_unavailable
 from core.exceptions import RequestValidationError
 from core.pagination import limit_field, offset_field
-from core.rest_errors import flatten_errors
+from core.serializers import validated_query
 from tracing import selectors, services, wire
 from tracing.timing import Stopwatch
 from tracing.validation import run_op_from_wire
@@ -68,6 +68,11 @@ class IngestOutputSerializer(serializers.Serializer):
 _DOTTED_SEGMENT = "[0-9]{8}T[0-9]{12}Z[0-9a-fA-F-]{36}"
 
 
+def _optional(field_class: type[serializers.Field], **kwargs) -> serializers.Field:
+    """A field of a run body that the SDK may leave out or send as null (which counts as absent)."""
+    return field_class(required=False, allow_null=True, **kwargs)
+
+
 class RunInputSerializer(serializers.Serializer):
     """Documents a run body; validation itself is tracing.validation (unknown fields are ignored, and a
     null optional field counts as absent, as the SDK sends them)."""
@@ -75,21 +80,20 @@ class RunInputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     name = serializers.CharField()
     run_type = serializers.ChoiceField(choices=["tool", "chain", "llm", "retriever", "embedding", "prompt", "parser"])
-    start_time = serializers.DateTimeField(required=False, allow_null=True)
-    end_time = serializers.DateTimeField(required=False, allow_null=True)
-    trace_id = serializers.UUIDField(required=False, allow_null=True)
-    dotted_order = serializers.RegexField(rf"^{_DOTTED_SEGMENT}(\.{_DOTTED_SEGMENT})*$", required=False,
-                                          allow_null=True)
-    parent_run_id = serializers.UUIDField(required=False, allow_null=True)
-    session_name = serializers.CharField(required=False, allow_null=True)
-    session_id = serializers.UUIDField(required=False, allow_null=True)
-    inputs = serializers.DictField(required=False, allow_null=True)
-    outputs = serializers.DictField(required=False, allow_null=True)
-    error = serializers.CharField(required=False, allow_null=True)
-    extra = serializers.DictField(required=False, allow_null=True)
-    events = serializers.ListField(child=serializers.DictField(), required=False, allow_null=True)
-    tags = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
-    reference_example_id = serializers.UUIDField(required=False, allow_null=True)
+    start_time = _optional(serializers.DateTimeField)
+    end_time = _optional(serializers.DateTimeField)
+    trace_id = _optional(serializers.UUIDField)
+    dotted_order = _optional(serializers.RegexField, regex=rf"^{_DOTTED_SEGMENT}(\.{_DOTTED_SEGMENT})*$")
+    parent_run_id = _optional(serializers.UUIDField)
+    session_name = _optional(serializers.CharField)
+    session_id = _optional(serializers.UUIDField)
+    inputs = _optional(serializers.DictField)
+    outputs = _optional(serializers.DictField)
+    error = _optional(serializers.CharField)
+    extra = _optional(serializers.DictField)
+    events = _optional(serializers.ListField, child=serializers.DictField())
+    tags = _optional(serializers.ListField, child=serializers.CharField())
+    reference_example_id = _optional(serializers.UUIDField)
 
     class Meta:
         ref_name = "TracingRunInput"
@@ -177,6 +181,11 @@ class RunUpdateApi(_IngestApi):
         return self.ingest(request, _single_run, kind="patch", run_id=run_id)
 
 
+def _cost() -> serializers.DecimalField:
+    """A cost as the Run model stores it (20 digits, 10 after the point), written as a JSON number, or null."""
+    return serializers.DecimalField(max_digits=20, decimal_places=10, coerce_to_string=False, allow_null=True)
+
+
 class RunOutputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     tenant_id = serializers.UUIDField(source="workspace_id")
@@ -203,10 +212,9 @@ class RunOutputSerializer(serializers.Serializer):
     total_tokens = serializers.IntegerField(allow_null=True)
     prompt_tokens = serializers.IntegerField(allow_null=True)
     completion_tokens = serializers.IntegerField(allow_null=True)
-    total_cost = serializers.DecimalField(max_digits=20, decimal_places=10, coerce_to_string=False, allow_null=True)
-    prompt_cost = serializers.DecimalField(max_digits=20, decimal_places=10, coerce_to_string=False, allow_null=True)
-    completion_cost = serializers.DecimalField(max_digits=20, decimal_places=10, coerce_to_string=False,
-                                               allow_null=True)
+    total_cost = _cost()
+    prompt_cost = _cost()
+    completion_cost = _cost()
     first_token_time = serializers.DateTimeField(allow_null=True)
 
     class Meta:
@@ -216,10 +224,12 @@ class RunOutputSerializer(serializers.Serializer):
 class RunDetailApi(APIView):
     required_permission = "tracing:read"
 
-    @extend_schema(responses=RunOutputSerializer, tags=TAG)
+    OutputSerializer = RunOutputSerializer
+
+    @extend_schema(responses=OutputSerializer, tags=TAG)
     def get(self, request, run_id):
         run = selectors.run_get(workspace=request.user.workspace, run_id=run_id)
-        return Response(RunOutputSerializer(run).data)
+        return Response(self.OutputSerializer(run).data)
 
 
 class SessionOutputSerializer(serializers.Serializer):
@@ -240,15 +250,14 @@ class SessionListApi(APIView):
         limit = limit_field(default=100, maximum=100)
         offset = offset_field()
 
-    @extend_schema(parameters=[FilterSerializer], responses=SessionOutputSerializer(many=True), tags=TAG)
+    OutputSerializer = SessionOutputSerializer
+
+    @extend_schema(parameters=[FilterSerializer], responses=OutputSerializer(many=True), tags=TAG)
     def get(self, request):
-        query = self.FilterSerializer(data=request.query_params)
-        if not query.is_valid():
-            raise RequestValidationError(flatten_errors(query.errors, ["query"]))
-        params = query.validated_data
+        params = validated_query(self.FilterSerializer, request.query_params)
         projects = selectors.project_list(workspace=request.user.workspace, name=params.get("name"))
         page = projects[params["offset"]:params["offset"] + params["limit"]]
-        return Response(SessionOutputSerializer(page, many=True).data)
+        return Response(self.OutputSerializer(page, many=True).data)
 
 
 class SessionDetailApi(APIView):

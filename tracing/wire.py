@@ -32,9 +32,7 @@ _USUAL_DISPOSITION = b'Content-Disposition: form-data; name="'
 _READ_CHUNK = 1024 * 1024
 
 
-class UnsupportedMediaType(ServiceError):
-    status_code = 415
-    default_detail = "Unsupported media type."
+class UnsupportedMediaType(ServiceError, status=415, detail="Unsupported media type."): ...
 
 
 @dataclass

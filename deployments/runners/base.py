@@ -13,6 +13,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from deployments.models import Revision
 from deployments.processes import LineSink
@@ -60,51 +61,42 @@ class RevisionRecords(ABC):
         """A sink for lines of a revision's build or deploy log that never raises (the revision may be gone)."""
 
 
-class Runner(ABC):
-    name: str = "runner"
+class Runner(Protocol):
+    """What the pipeline asks of a runner (LocalProcessRunner is one), which writes what it learns to the
+    RevisionRecords it was created with."""
 
-    def __init__(self, records: RevisionRecords):
-        self.records = records
+    name: str
 
-    @abstractmethod
     def require(self, source: str) -> None:
         """Raise BadRequest (naming the runner) if new revisions of `source` cannot be built and served."""
 
-    @abstractmethod
     def fetch_source(self, ctx: StepContext) -> None:
         """Put the revision's source where the build will read it."""
 
-    @abstractmethod
     def build(self, ctx: StepContext) -> None:
         """Turn the source into something startable; raise StepFailed with the reason."""
 
-    @abstractmethod
     def start(self, ctx: StepContext) -> None:
         """Start serving the revision (not yet receiving traffic) and record where."""
 
-    @abstractmethod
     def wait_healthy(self, ctx: StepContext) -> None:
         """Return once the started revision answers its health check; raise StepFailed otherwise."""
 
-    @abstractmethod
     def is_healthy(self, revision: Revision) -> bool:
         """Whether the revision is being served right now."""
 
-    @abstractmethod
     def is_running(self, revision: Revision) -> bool:
         """Whether the revision's server exists at all (it may be too busy to answer its health check)."""
 
-    @abstractmethod
     def stop(self, revision: Revision) -> None:
         """Stop serving the revision (no error if it is not served)."""
 
-    @abstractmethod
     def discard(self, revision: Revision) -> None:
         """Remove what the build left behind for a revision that will not be served again."""
 
-    @abstractmethod
     def upstream(self, revision: Revision) -> Upstream | None:
         """Where the active revision is served, or None if it is not."""
 
-    def stop_strays(self, keep: set) -> None:  # noqa: B027 - optional: runners without local children
-        """Stop processes this runner started for revisions not in `keep` (ids)."""
+    def stop_strays(self, keep: set) -> None:
+        """Stop processes this runner started for revisions not in `keep` (ids); a runner without local children
+        has none."""

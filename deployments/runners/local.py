@@ -31,7 +31,7 @@ from core.processes import pid_alive
 from deployments import build, environment, langgraph_config, sources
 from deployments.models import Deployment, Revision, RevisionLog
 from deployments.processes import LineSink, StepStopped, popen, stop_group
-from deployments.runners.base import RevisionRecords, Runner, StepContext, StepFailed, Upstream
+from deployments.runners.base import RevisionRecords, StepContext, StepFailed, Upstream
 
 log = logging.getLogger("deployments.runner")
 
@@ -68,11 +68,11 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-class LocalProcessRunner(Runner):
+class LocalProcessRunner:
     name = "local"
 
     def __init__(self, records: RevisionRecords):
-        super().__init__(records)
+        self.records = records
         self._children: dict[str, Child] = {}
         self._lock = threading.Lock()
 

@@ -33,15 +33,7 @@ INSTALLED_APPS = [
 ]
 # No admin, no pages: what the Agent Server views need (the session's user, which chat.access.authorize reads
 # when no API key is sent) and the security headers.
-MIDDLEWARE = [
-    "core.middleware.BodyLimitMiddleware",
-    "django.middleware.security.SecurityMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "core.middleware.JsonErrorPagesMiddleware",
-]
+MIDDLEWARE = settings_env.middleware(pages=False)
 ROOT_URLCONF = "deployments.serving.urls"
 ASGI_APPLICATION = "deployments.serving.asgi.application"
 CHAT_RUN_EXECUTOR = "web"  # a revision executes its own runs: nothing else serves its graphs

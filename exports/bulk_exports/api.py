@@ -16,9 +16,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.exceptions import RequestValidationError
-from core.rest_errors import flatten_errors
-from core.serializers import StrictSerializer
+from core.serializers import StrictSerializer, validated, validated_query
 from exports.bulk_exports import filters, layout, selectors, services
 from exports.bulk_exports.models import BulkExport, BulkExportRun, ExportStatus
 from tracing.selectors import EXPORT_FIELDS
@@ -192,9 +190,7 @@ class BulkExportCreateApi(APIView):
                               429: OpenApiResponse(description="Too many creations (scope `bulk-export-create`)")},
                    operation_id="create_bulk_export", tags=TAGS)
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
+        values = validated(self.InputSerializer, request.data)
         export = services.export_create(
             workspace=request.user.workspace, destination_id=values["bulk_export_destination_id"],
             session_id=values["session_id"], start_time=values["start_time"], end_time=values.get("end_time"),
@@ -233,7 +229,7 @@ class BulkExportCancelApi(APIView):
                    operation_id="cancel_bulk_export", tags=TAGS)
     def patch(self, request, bulk_export_id):
         export = selectors.export_get(workspace=request.user.workspace, export_id=bulk_export_id)
-        self.InputSerializer(data=request.data).is_valid(raise_exception=True)
+        validated(self.InputSerializer, request.data)
         export = services.export_cancel(export=export)
         return Response(self.OutputSerializer(export).data)
 
@@ -277,9 +273,7 @@ class BulkExportRunListBySourceApi(APIView):
                    responses={200: OutputSerializer(many=True), 404: _NOT_FOUND},
                    operation_id="list_bulk_export_runs_by_source", tags=TAGS)
     def get(self, request):
-        query = self.FilterSerializer(data=request.query_params)
-        if not query.is_valid():
-            raise RequestValidationError(flatten_errors(query.errors, ["query"]))
+        query = validated_query(self.FilterSerializer, request.query_params)
         export_runs = selectors.export_run_list_by_source(
-            workspace=request.user.workspace, source_export_id=query.validated_data["source_bulk_export_id"])
+            workspace=request.user.workspace, source_export_id=query["source_bulk_export_id"])
         return Response(self.OutputSerializer(export_runs, many=True).data)

@@ -13,7 +13,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.serializers import StrictSerializer
+from core.serializers import StrictSerializer, validated
 from exports.destinations import selectors, services
 from exports.destinations.models import Destination
 from exports.destinations.serializers import (
@@ -90,9 +90,7 @@ class DestinationCreateApi(APIView):
     @extend_schema(request=InputSerializer, responses={200: OutputSerializer, 400: _ERRORS[400], 429: _ERRORS[429]},
                    operation_id="create_bulk_export_destination", tags=TAGS)
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
+        values = validated(self.InputSerializer, request.data)
         destination = services.destination_create(
             workspace=request.user.workspace,
             display_name=values["display_name"],
@@ -139,14 +137,13 @@ class DestinationCredentialsUpdateApi(APIView):
 
         validate_aws_role_arn = refuse_role_arn
 
-    class OutputSerializer(serializers.Serializer):
+    class OutputSerializer(DestinationOutputSerializer):
         """What PATCH answers (as in LangSmith's docs): no config, no display name."""
 
-        id = serializers.UUIDField()
-        tenant_id = serializers.UUIDField(source="workspace_id")
-        created_at = serializers.DateTimeField()
-        updated_at = serializers.DateTimeField()
-        credentials_keys = serializers.ListField(child=serializers.CharField())
+        # None takes an inherited field out (DRF).
+        destination_type = None  # type: ignore[assignment]
+        display_name = None  # type: ignore[assignment]
+        config = None  # type: ignore[assignment]
 
         class Meta:
             ref_name = "BulkExportDestinationUpdated"
@@ -155,10 +152,9 @@ class DestinationCredentialsUpdateApi(APIView):
                    operation_id="update_bulk_export_destination", tags=TAGS)
     def patch(self, request, destination_id):
         destination = selectors.destination_get(workspace=request.user.workspace, destination_id=destination_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        values = validated(self.InputSerializer, request.data)
         destination = services.destination_credentials_update(
-            destination=destination, credentials=_credentials(data.validated_data["credentials"]))
+            destination=destination, credentials=_credentials(values["credentials"]))
         return Response(self.OutputSerializer(destination).data)
 
 

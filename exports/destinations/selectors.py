@@ -17,8 +17,7 @@ UNREADABLE = ("The stored credentials of this destination cannot be read (the en
               "not configured, or the data was altered): set new credentials with PATCH.")
 
 
-class CredentialsUnreadable(BadRequest):
-    default_detail = UNREADABLE
+class CredentialsUnreadable(BadRequest, detail=UNREADABLE): ...
 
 
 def destination_list(*, workspace: Workspace) -> QuerySet[Destination]:

@@ -209,13 +209,16 @@ async def _after_run(path: str, request: RunRequest, status: str) -> None:
 
 
 async def _stream(served, request: RunRequest, writer: EventWriter, callbacks: list) -> bool:
-    configurable = {"thread_id": request.thread_id}
+    # A run.start's own configurable (approve_tools) first: the thread and checkpoint are the server's.
+    configurable = {**((request.kwargs.get("config") or {}).get("configurable") or {}), "thread_id": request.thread_id}
     if request.checkpoint_id:
         configurable["checkpoint_id"] = request.checkpoint_id
     config = {"configurable": configurable, "run_id": request.run_id, "callbacks": callbacks,
               "metadata": {**request.metadata, "thread_id": request.thread_id, "run_id": str(request.run_id)}}
     converter = EventConverter()
-    stream = await served.graph.astream_events(request.input, config, version="v3",
+    # input.respond resumes with a Command (chat/respond.py).
+    graph_input = command_from(request.kwargs.get("command")) or request.input
+    stream = await served.graph.astream_events(graph_input, config, version="v3",
                                                transformers=[*served.transformers, converter.observer])
     try:
         async for raw in stream:

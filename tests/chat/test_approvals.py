@@ -82,31 +82,23 @@ async def test_a_guarded_subagent_tool_waits_in_the_subagents_namespace_with_eve
     assert "42 * 17 = 714" in await turn.reply()
 
 
-async def test_an_edit_runs_the_tool_with_the_new_arguments_and_the_answer_says_so(served, settings):
+@pytest.mark.parametrize(("decision", "expected", "absent"), [
+    # An edit runs the tool with the new arguments, and the answer says so.
+    ({"type": "edit", "edited_action": {"name": "calculator", "args": {"expression": "6 * 7"}}}, ["6 * 7 = 42"],
+     "714"),
+    # A rejection is not run, and the agent says what it does instead.
+    ({"type": "reject", "message": "no calculators today"},
+     ["I did not calculate 42 * 17: you rejected the call (no calculators today)", "Instead"], "714"),
+    # A response stands in for the tool's result.
+    ({"type": "respond", "message": "713"}, ["42 * 17 = 713"], "714"),
+])
+async def test_the_scripted_model_follows_each_decision(served, settings, decision, expected, absent):
     settings.CHAT_APPROVE_TOOLS = ["calculator"]
     turn = Turn(served)
     await turn.send(MATH)
-    await turn.decide({"type": "edit", "edited_action": {"name": "calculator", "args": {"expression": "6 * 7"}}})
+    await turn.decide(decision)
     reply = await turn.reply()
-    assert "6 * 7 = 42" in reply and "714" not in reply
-
-
-async def test_a_rejection_is_not_run_and_the_agent_says_what_it_does_instead(served, settings):
-    settings.CHAT_APPROVE_TOOLS = ["calculator"]
-    turn = Turn(served)
-    await turn.send(MATH)
-    await turn.decide({"type": "reject", "message": "no calculators today"})
-    reply = await turn.reply()
-    assert "I did not calculate 42 * 17: you rejected the call (no calculators today)" in reply
-    assert "Instead" in reply and "714" not in reply
-
-
-async def test_a_response_stands_in_for_the_tools_result(served, settings):
-    settings.CHAT_APPROVE_TOOLS = ["calculator"]
-    turn = Turn(served)
-    await turn.send(MATH)
-    await turn.decide({"type": "respond", "message": "713"})
-    assert "42 * 17 = 713" in await turn.reply()
+    assert all(text in reply for text in expected) and absent not in reply
 
 
 async def test_every_tool_guards_the_coordinators_delegation_then_the_subagents_tool(served, settings):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.agentserver.support_sdk import CLIENT_KINDS, SdkClient
-from tests.chat.support_chat import command, live_chat_server, wait_for_run_end
+from tests.chat.support_chat import command, live_chat_server, replay, wait_for_run_end
 
 pytestmark = pytest.mark.live
 server = live_chat_server(CHAT_ALLOW_ANONYMOUS="false")
@@ -83,6 +83,10 @@ def test_an_interrupt_asked_on_the_protocol_is_resumed_by_the_sdk_and_the_other_
     waiting = client.runs.wait(thread_id, "agent", input={"messages": [
         {"type": "human", "content": "Calculate 6 * 7"}]}, config=guarded("calculator"))
     (interrupt,) = waiting["__interrupt__"]
+    # A protocol client of the thread is asked too, in the math-whiz's namespace.
+    asked = [e["params"] for e in replay(server.url, thread_id, {"channels": ["input"]}, headers=headers)]
+    assert asked[-1]["data"] == {"interrupt_id": interrupt["id"], "payload": interrupt["value"]}
+    assert len(asked[-1]["namespace"]) == 1 and asked[-1]["namespace"][0].startswith("tools:")
     answered = command(server.url, thread_id, "input.respond", {
         "interrupt_id": interrupt["id"], "response": APPROVE}, headers=headers).json()
     assert answered["type"] == "success", answered

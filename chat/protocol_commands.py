@@ -98,6 +98,7 @@ def check_method(command: Command) -> None:
 async def execute(command: Command, *, caller: Caller, thread_id: str) -> dict:
     """Run an already validated command for the caller's thread; raises CommandError or NotFound."""
     if command.method == "input.respond":
+        # chat.respond builds on this module (start_run, CommandError): imported here, a cycle at the top.
         from chat.respond import input_respond
 
         return await input_respond(command.params, caller=caller, thread_id=thread_id)

@@ -26,13 +26,12 @@ async def input_respond(params: dict, *, caller: Caller, thread_id: str) -> dict
         # Not the caller's thread (or none at all): the command names no thread it may answer in.
         raise CommandError("invalid_argument", f"Thread {thread_id} is not one of yours: interrupts are answered "
                                                f"in the caller's own threads.") from None
-    pending = await pending_interrupts(get_served_graph(thread.graph_name), thread.id)
+    served = get_served_graph(thread.graph_name)
+    pending = await pending_interrupts(served, thread.id)
     for interrupt_id, (namespace, response) in answers.items():
         _check(pending.get(interrupt_id), interrupt_id, namespace, response)
-    command: dict[str, Any] = {"resume": {interrupt_id: response for interrupt_id, (_, response) in answers.items()}}
-    for key in ("update", "goto"):
-        if params.get(key) is not None:
-            command[key] = params[key]
+    command: dict[str, Any] = {"resume": {interrupt_id: response for interrupt_id, (_, response) in answers.items()},
+                               **_update_and_goto(params, set(served.graph.nodes), set(served.graph.channels))}
     await start_run(thread, None, checkpoint_id=None, metadata=_metadata(params), command=command,
                     answering={interrupt_id: pending[interrupt_id].namespace for interrupt_id in answers})
     return {}
@@ -76,6 +75,24 @@ def _check(interrupt: PendingInterrupt | None, interrupt_id: str, namespace: lis
         check_response(interrupt, response)
     except InvalidResponse as exc:
         raise CommandError("invalid_argument", str(exc)) from None
+
+
+def _update_and_goto(params: dict, nodes: set[str], channels: set[str]) -> dict[str, Any]:
+    """The resuming Command's `update` and `goto`, refused here when malformed: a resume that fails to start would
+    leave its interrupts answered and the thread waiting."""
+    extra: dict[str, Any] = {}
+    update, goto = params.get("update"), params.get("goto")
+    if update is not None:
+        if not isinstance(update, dict) or not set(update) <= channels:
+            raise CommandError("invalid_argument", f"update must be a JSON object of state values (of "
+                                                   f"{sorted(c for c in channels if not c.startswith('_'))}).")
+        extra["update"] = update
+    if goto is not None:
+        targets = [goto] if isinstance(goto, str) else goto
+        if not isinstance(targets, list) or not all(isinstance(t, str) and t in nodes for t in targets):
+            raise CommandError("invalid_argument", f"goto must name nodes of the graph: {sorted(nodes)}.")
+        extra["goto"] = targets
+    return extra
 
 
 def _metadata(params: dict) -> dict:

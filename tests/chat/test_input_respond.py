@@ -159,6 +159,9 @@ def test_two_tabs_answering_at_once_one_wins_and_nothing_runs_twice(base):
      "edited_action must be"),
     ({"response": {"decisions": [{"type": "respond"}]}}, "needs message"),
     ({"namespace": ["elsewhere"], "response": APPROVE}, "was raised at namespace"),
+    ({"response": APPROVE, "update": ["not", "values"]}, "update must be"),
+    ({"response": APPROVE, "update": {"no_such_key": 1}}, "update must be"),
+    ({"response": APPROVE, "goto": "nowhere"}, "goto must name nodes"),
 ])
 def test_bad_answers_are_invalid_argument_and_leave_the_interrupt_waiting(base, params, problem):
     thread = new_thread()

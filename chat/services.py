@@ -222,6 +222,7 @@ def run_create_answering(*, thread: ChatThread, run_id: uuid.UUID | str, answers
         [ChatInterrupt(thread=thread, interrupt_id=interrupt_id,
                        namespace=orjson.dumps(namespaces.get(interrupt_id, [])).decode()) for interrupt_id in answers],
         ignore_conflicts=True)
+    _interrupts_release_unconsumed(thread=thread, interrupt_ids=list(answers))
     now = timezone.now()
     for interrupt_id, response in answers.items():
         if not ChatInterrupt.objects.filter(thread=thread, interrupt_id=interrupt_id, answered_at__isnull=True).update(
@@ -230,6 +231,16 @@ def run_create_answering(*, thread: ChatThread, run_id: uuid.UUID | str, answers
     run = run_create(thread=thread, run_id=run_id, queue=queue)
     ChatInterrupt.objects.filter(thread=thread, interrupt_id__in=list(answers)).update(run=run)
     return run
+
+
+def _interrupts_release_unconsumed(*, thread: ChatThread, interrupt_ids: list[str]) -> None:
+    """Reopen answers whose run failed before it checkpointed anything (its process died at once): the answer never
+    reached the graph. Conditional on that run, so concurrent answers still claim the reopened row once."""
+    rows = ChatInterrupt.objects.filter(thread=thread, interrupt_id__in=interrupt_ids,
+                                        run__status=ChatRun.Status.FAILED).only("pk", "run_id")
+    for row in rows:
+        if not Checkpoint.objects.filter(thread_id=thread.pk, run_id=str(row.run_id)).exists():
+            ChatInterrupt.objects.filter(pk=row.pk, run_id=row.run_id).update(answered_at=None, response=None, run=None)
 
 
 def run_orphan_reason(*, run: ChatRun) -> str | None:

@@ -5,10 +5,13 @@ error shape."""
 from __future__ import annotations
 
 import threading
+import uuid
 
 import httpx
 import pytest
+from django.utils import timezone
 
+from chat.models import ChatInterrupt, ChatRun, Checkpoint
 from tests.chat.support_chat import (
     command,
     last_run_events,
@@ -125,6 +128,26 @@ def test_an_answered_or_unknown_interrupt_is_no_such_interrupt(base):
     assert stale["type"] == "error" and stale["error"] == "no_such_interrupt" and stale["message"]
     unknown = respond(base, thread, {"interrupt_id": "0" * 32, "response": APPROVE})
     assert unknown["error"] == "no_such_interrupt"
+    assert calculator_runs(base, thread) == 1
+
+
+@pytest.mark.parametrize("checkpointed", [False, True])
+def test_an_answer_whose_run_died_before_checkpointing_anything_may_be_given_again(base, checkpointed):
+    thread = new_thread()
+    (request,) = run_until_waiting(base, thread)
+    interrupt_id = request["params"]["data"]["interrupt_id"]
+    # As if an answer had been claimed by a run whose process died at once (the sweeper failed it).
+    dead = ChatRun.objects.create(id=uuid.uuid4(), thread_id=thread, status=ChatRun.Status.FAILED)
+    ChatInterrupt.objects.create(thread_id=thread, interrupt_id=interrupt_id, answered_at=timezone.now(), run=dead)
+    if checkpointed:  # it got as far as a checkpoint: the answer may have reached the graph
+        Checkpoint.objects.create(thread_id=thread, checkpoint_ns="", checkpoint_id="0", run_id=str(dead.pk),
+                                  type="msgpack", checkpoint=b"")
+    again = answer(base, thread, request, APPROVE)
+    if checkpointed:
+        assert again["error"] == "no_such_interrupt"
+        return
+    assert again["type"] == "success", again
+    assert wait_for_run_end(base, thread)["status"] == "completed"
     assert calculator_runs(base, thread) == 1
 
 

@@ -87,9 +87,9 @@ def test_each_decision_resumes_the_same_thread_once(base, decision, expected, ab
     assert wait_for_run_end(base, thread)["status"] == "completed"
     text = reply(base, thread)
     assert expected in text and (absent is None or absent not in text)
-    # Resumed, not restarted: one question in the thread, and the calculator ran at most once.
+    # Resumed, not restarted: the history is the one turn's, and the calculator ran at most once.
     messages = command(base, thread, "state.get").json()["result"]["values"]["messages"]
-    assert [m["type"] for m in messages].count("human") == 1
+    assert [m["type"] for m in messages] == ["human", "ai", "tool", "ai"]
     assert calculator_runs(base, thread) == (0 if decision["type"] == "reject" else 1)
 
 
@@ -214,7 +214,9 @@ def test_a_reload_sees_the_pending_approval_in_the_log_and_the_state(base):
     # A new connection (a reload, another device) replays the same request from the stored log...
     replayed = requests_of(replay(base, thread, {"channels": ["input"]}))
     assert [r["params"]["data"] for r in replayed] == [request["params"]["data"]]
-    # ...and the thread's state shows it pending.
+    # ...and the thread's state shows it pending, with the coordinator's own messages (not the subagent's).
     state = httpx.get(f"{base}/api/threads/{thread}/state").json()
     assert [i["id"] for i in state["interrupts"]] == [request["params"]["data"]["interrupt_id"]]
+    assert [m["type"] for m in state["values"]["messages"]] == ["human", "ai"]
+    assert [c["name"] for c in state["values"]["messages"][1]["tool_calls"]] == ["task"]
     assert httpx.get(f"{base}/api/threads/{thread}").json()["status"] == "interrupted"

@@ -68,6 +68,17 @@ def test_two_waiting_subagents_are_resumed_by_one_command_keyed_by_interrupt_id(
     assert "6 * 7 = 42" in text and "abacus" in text.lower()
 
 
+def test_the_coordinators_delegation_is_rejected_with_a_reason_the_agent_repeats(client):
+    thread_id = client.threads.create()["thread_id"]
+    waiting = client.runs.wait(thread_id, "agent", input=MATH, config=guarded("task"))
+    (interrupt,) = waiting["__interrupt__"]
+    assert interrupt["value"]["action_requests"][0]["name"] == "task"
+    reject = {"decisions": [{"type": "reject", "message": "no delegating"}]}
+    client.runs.wait(thread_id, "agent", command={"resume": {interrupt["id"]: reject}})
+    text = final_text(client, thread_id)
+    assert "I did not delegate this to math-whiz: you rejected the call (no delegating)" in text and "714" not in text
+
+
 def test_an_interrupt_asked_on_the_protocol_is_resumed_by_the_sdk_and_the_other_way_round(server, client):
     headers = {"X-Api-Key": client.key}
     thread_id = client.threads.create()["thread_id"]

@@ -71,6 +71,7 @@ class EventConverter:
         self._tool_calls: dict[tuple, dict[str, Any]] = {}
         self._tool_namespaces: dict[str, list[str]] = {}
         self.interrupts: list[dict[str, Any]] = []
+        self._requested: set[Any] = set()
 
     @property
     def observer(self) -> Callable[[tuple[str, ...]], TaskObserver]:
@@ -159,6 +160,11 @@ class EventConverter:
                 request = {"interrupt_id": interrupt.get("id"), "payload": interrupt.get("value")}
             if not namespace:
                 self.interrupts.append(request)
+            # A subgraph's interrupt reaches every graph above it: it is asked once, where it was raised (the
+            # subgraph's values come first).
+            if request["interrupt_id"] in self._requested:
+                continue
+            self._requested.add(request["interrupt_id"])
             events.append(make_event("input.requested", namespace, request, timestamp=timestamp))
         return events
 

@@ -220,3 +220,28 @@ class ChatEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.thread_id}#{self.seq} {self.channel}"
+
+
+class ChatInterrupt(models.Model):
+    """An interrupt of a thread that a person answered (`input.respond`).
+
+    Answering claims the row with a conditional update (`answered_at IS NULL`) in the transaction that registers
+    the resuming run: of two answers to one interrupt, exactly one resumes the thread.
+    """
+
+    thread = models.ForeignKey(ChatThread, on_delete=models.CASCADE, related_name="interrupts")
+    interrupt_id = models.CharField(max_length=255)
+    # Where the interrupt was raised (a subagent's namespace for its own tool calls), as a JSON list.
+    namespace = models.TextField(default="[]")
+    # The answer, when it was given, and the run it resumed the thread with (kept answered if that run is deleted).
+    response = models.JSONField(null=True, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+    run = models.ForeignKey(ChatRun, null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="answered_interrupts")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["thread", "interrupt_id"], name="chat_interrupt_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}/{self.interrupt_id}"

@@ -1,13 +1,14 @@
 """`POST /threads/:id/commands`: the protocol's command envelope in, a success or error envelope out.
 
-Implemented: `run.start`, `state.fork`, `state.get`, `state.listCheckpoints`, `agent.getTree`. Other methods the
-protocol defines get `not_supported` (they need WebSockets or human-in-the-loop, which this server does not offer);
-anything else gets `unknown_command`.
+Implemented: `run.start`, `input.respond` (chat/respond.py), `state.fork`, `state.get`, `state.listCheckpoints`,
+`agent.getTree`. Other methods the protocol defines get `not_supported` (they need WebSockets or message injection,
+which this server does not offer); anything else gets `unknown_command`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 import uuid
 from dataclasses import dataclass
@@ -21,11 +22,14 @@ from chat.run_execution import RunRequest, runs
 from chat.threads import NoSuchNamespace, namespace_checkpoints, namespace_state
 from core.protocol_errors import error_body
 
-IMPLEMENTED = ("run.start", "state.fork", "state.get", "state.listCheckpoints", "agent.getTree")
-NOT_SUPPORTED = ("input.respond", "input.inject", "subscription.subscribe", "subscription.unsubscribe",
+IMPLEMENTED = ("run.start", "input.respond", "state.fork", "state.get", "state.listCheckpoints", "agent.getTree")
+NOT_SUPPORTED = ("input.inject", "subscription.subscribe", "subscription.unsubscribe",
                  "subscription.reconnect")
 # Commands that create the thread for their caller when it does not exist yet.
 CLAIMING = ("run.start", "state.fork")
+# The run's configurable naming the tools whose calls wait for approval (the default agent's
+# chat/agent/approvals.py); other graphs ignore it.
+APPROVE_TOOLS = "approve_tools"
 # How long a run.start waits for a run whose cancel was already requested to end before refusing. The JS client's
 # stop() cancels without waiting (202) and may start the next run at once; a cancelled run ends within about a
 # second (the cancel flag is polled every 0.5 s by the process executing it), or is ended here once its process is
@@ -86,13 +90,18 @@ def command_id_of(payload: Any) -> int | None:
 def check_method(command: Command) -> None:
     if command.method in NOT_SUPPORTED:
         raise CommandError("not_supported", f"{command.method} is not supported by this server (SSE only, no "
-                                            f"human-in-the-loop).")
+                                            f"message injection).")
     if command.method not in IMPLEMENTED:
         raise CommandError("unknown_command", f"Unsupported command: {command.method}")
 
 
 async def execute(command: Command, *, caller: Caller, thread_id: str) -> dict:
     """Run an already validated command for the caller's thread; raises CommandError or NotFound."""
+    if command.method == "input.respond":
+        # chat.respond builds on this module (start_run, CommandError): imported here, a cycle at the top.
+        from chat.respond import input_respond
+
+        return await input_respond(command.params, caller=caller, thread_id=thread_id)
     if command.method in CLAIMING:
         thread = await db_executor.run(services.thread_claim, thread_id=thread_id, caller=caller)
     else:
@@ -113,8 +122,10 @@ async def _run_start(params: dict, thread) -> dict:
     configurable = _object(config, "configurable")
     checkpoint_id = _optional_string(configurable, "checkpoint_id")
     metadata = _object(params, "metadata")
+    # The only configurable a run takes from its caller besides checkpoint_id: which tool calls wait for approval.
+    config = {"configurable": {APPROVE_TOOLS: _approve_tools(configurable)}} if APPROVE_TOOLS in configurable else {}
     run_id = await start_run(thread, run_input, checkpoint_id=checkpoint_id, metadata=metadata,
-                             assistant_id=_optional_string(params, "assistant_id"))
+                             assistant_id=_optional_string(params, "assistant_id"), config=config)
     return {"run_id": str(run_id)}
 
 
@@ -130,9 +141,14 @@ async def _state_fork(params: dict, thread) -> dict:
 
 
 async def start_run(thread, run_input: dict | None, *, checkpoint_id: str | None, metadata: dict,
-                    assistant_id: str | None = None) -> uuid.UUID:
+                    assistant_id: str | None = None, config: dict | None = None, command: dict | None = None,
+                    answering: dict | None = None) -> uuid.UUID:
     """Register and launch a run on `thread` of the graph `assistant_id` names (else the thread's own graph, else
-    the first served graph); its events go to the thread's log."""
+    the first served graph); its events go to the thread's log.
+
+    A resume passes its `command` and `answering` (the answered interrupts' ids → their namespaces): they are claimed
+    with the run's registration, once (services.run_create_answering).
+    """
     graph_name = graph_name_for(assistant_id, current=thread.graph_name)
     if checkpoint_id:
         served = get_served_graph(graph_name)
@@ -141,33 +157,44 @@ async def start_run(thread, run_input: dict | None, *, checkpoint_id: str | None
         if found is None:
             raise CommandError("no_such_checkpoint", f"Checkpoint {checkpoint_id} not found in thread {thread.id}.")
     run_id = uuid.uuid4()
+    kwargs = {key: value for key, value in (("config", config), ("command", command)) if value}
     # Executed here (CHAT_RUN_EXECUTOR "web"), or queued for run_worker's executors.
     queue = None if run_queue.executes_here() else {
         "graph_name": graph_name, "metadata": metadata,
-        "kwargs": {"input": run_input, "checkpoint": {"checkpoint_id": checkpoint_id} if checkpoint_id else None}}
-    await _create_run(thread, run_id, queue)
+        "kwargs": {"input": run_input, "checkpoint": {"checkpoint_id": checkpoint_id} if checkpoint_id else None,
+                   **kwargs}}
+    create = services.run_create if answering is None else functools.partial(
+        services.run_create_answering, answers=(command or {}).get("resume") or {}, namespaces=answering)
+    await _create_run(thread, run_id, queue, create)
     await db_executor.run(services.thread_touch, thread=thread, messages=(run_input or {}).get("messages"),
                           graph_name=graph_name)
     if queue is not None:
         return run_id
     workspace_id = thread.workspace_id or await db_executor.run(services.chat_workspace_id)
     runs.start(RunRequest(thread_id=thread.id, run_id=run_id, input=run_input, checkpoint_id=checkpoint_id,
-                          metadata=metadata, tracing_workspace_id=workspace_id, graph_name=graph_name))
+                          metadata=metadata, tracing_workspace_id=workspace_id, graph_name=graph_name, kwargs=kwargs))
     return run_id
 
 
-async def _create_run(thread, run_id: uuid.UUID, queue: dict | None) -> None:
+async def _create_run(thread, run_id: uuid.UUID, queue: dict | None, create) -> None:
     """Register the run; an active run whose cancel was requested is first given a moment to end."""
     try:
-        await db_executor.run(services.run_create, thread=thread, run_id=run_id, queue=queue)
+        await _create(create, thread, run_id, queue)
         return
     except services.RunActive as exc:
         if not await _cancelled_run_ended(exc.run_id):
             raise CommandError("invalid_argument", exc.detail) from None
     try:
-        await db_executor.run(services.run_create, thread=thread, run_id=run_id, queue=queue)
+        await _create(create, thread, run_id, queue)
     except services.RunActive as exc:
         raise CommandError("invalid_argument", exc.detail) from None
+
+
+async def _create(create, thread, run_id: uuid.UUID, queue: dict | None) -> None:
+    try:
+        await db_executor.run(create, thread=thread, run_id=run_id, queue=queue)
+    except services.InterruptAnswered as exc:
+        raise CommandError("no_such_interrupt", f"{exc} An interrupt is answered once.") from None
 
 
 async def _cancelled_run_ended(run_id) -> bool:
@@ -269,6 +296,15 @@ def _optional_string(params: dict, name: str) -> str | None:
     if not isinstance(value, str):
         raise CommandError("invalid_argument", f"{name} must be a string.")
     return value
+
+
+def _approve_tools(configurable: dict) -> Any:
+    value = configurable[APPROVE_TOOLS]
+    if value is None or isinstance(value, bool | str) or (
+            isinstance(value, list) and all(isinstance(name, str) for name in value)):
+        return value
+    raise CommandError("invalid_argument", f"config.configurable.{APPROVE_TOOLS} must be a list of tool names, a "
+                                           f"comma-separated string, \"*\", true or false.")
 
 
 def _namespace(params: dict) -> list[str]:

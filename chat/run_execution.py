@@ -30,10 +30,11 @@ from chat.conversion import EventConverter
 from chat.frames import Frame, end_frame
 from chat.graph_runtime import get_served_graph
 from chat.hub import hubs, publish, publish_unstored
+from chat.interrupts import checkpoint_interrupts
 from chat.models import ChatRun
 from chat.selectors import thread_cursor_state
 from chat.stream_modes import FrameMaker, command_from, graph_modes
-from chat.wire import StoredEvent, WireEvent, lifecycle_event
+from chat.wire import StoredEvent, WireEvent, lifecycle_event, make_event
 from core import processes
 from core.exceptions import NotFound
 
@@ -209,13 +210,16 @@ async def _after_run(path: str, request: RunRequest, status: str) -> None:
 
 
 async def _stream(served, request: RunRequest, writer: EventWriter, callbacks: list) -> bool:
-    configurable = {"thread_id": request.thread_id}
+    # A run.start's own configurable (approve_tools) first: the thread and checkpoint are the server's.
+    configurable = {**((request.kwargs.get("config") or {}).get("configurable") or {}), "thread_id": request.thread_id}
     if request.checkpoint_id:
         configurable["checkpoint_id"] = request.checkpoint_id
     config = {"configurable": configurable, "run_id": request.run_id, "callbacks": callbacks,
               "metadata": {**request.metadata, "thread_id": request.thread_id, "run_id": str(request.run_id)}}
     converter = EventConverter()
-    stream = await served.graph.astream_events(request.input, config, version="v3",
+    # input.respond resumes with a Command (chat/respond.py).
+    graph_input = command_from(request.kwargs.get("command")) or request.input
+    stream = await served.graph.astream_events(graph_input, config, version="v3",
                                                transformers=[*served.transformers, converter.observer])
     try:
         async for raw in stream:
@@ -249,18 +253,31 @@ async def _stream_modes(served, request: RunRequest, writer: EventWriter, callba
     else:
         stream = served.graph.astream(graph_input, config, stream_mode=graph_modes(requested), subgraphs=subgraphs,
                                       **options)
+    interrupted = False
     try:
         async for item in stream:
             events: list = maker.convert(item)
             mode, chunk = (item[1], item[2]) if subgraphs else item
             if mode in ("values", "updates") and not (subgraphs and item[0]):
                 events += converter.convert({"method": mode, "params": {"namespace": [], "data": chunk}})
+                interrupted = interrupted or (isinstance(chunk, dict) and "__interrupt__" in chunk)
             writer.add(events)
             if writer.error:
                 raise writer.error
     finally:
         with contextlib.suppress(Exception):
             await asyncio.shield(stream.aclose())
+    if interrupted:
+        writer.add(await _requested_inputs(served, request.thread_id))
+
+
+async def _requested_inputs(served, thread_id: str) -> list[WireEvent]:
+    """What the run left waiting, as the protocol asks for it: an Agent Server run's stream modes carry no
+    `input.requested`, so a protocol client of the thread would not see its approvals. Each at the namespace that
+    raised it (from the checkpoint)."""
+    waiting = await checkpoint_interrupts(served, thread_id)
+    return [make_event("input.requested", namespace, {"interrupt_id": interrupt_id, "payload": value})
+            for interrupt_id, (value, namespace) in waiting.items()]
 
 
 async def _with_events(graph, graph_input, config: dict, *, modes: list[str], subgraphs: bool, options: dict,

@@ -108,3 +108,16 @@ def run_list_stale(*, now: datetime | None = None) -> QuerySet[ChatRun]:
     """Runs still marked running whose process stopped beating (CHAT_RUN_STALE_SECONDS): the sweep ends them."""
     limit = (now or timezone.now()) - timedelta(seconds=settings.CHAT_RUN_STALE_SECONDS)
     return ChatRun.objects.filter(status=ChatRun.Status.RUNNING, heartbeat_at__lt=limit)
+
+
+def interrupt_namespaces(*, thread_id: str, interrupt_ids: Collection[str]) -> dict[str, list[str]]:
+    """Where the thread's `input.requested` events asked for these interrupts (the newest event of each)."""
+    wanted, found = set(interrupt_ids), {}
+    rows = ChatEvent.objects.filter(thread_id=thread_id, channel="input").order_by("-seq")
+    for namespace, payload in rows.values_list("namespace", "payload").iterator():
+        interrupt_id = ((orjson.loads(payload).get("params") or {}).get("data") or {}).get("interrupt_id")
+        if interrupt_id in wanted and interrupt_id not in found:
+            found[interrupt_id] = orjson.loads(namespace)
+            if len(found) == len(wanted):
+                break
+    return found

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from chat.access import Caller
 from chat.frames import Frame, end_frame, frame_channel
-from chat.models import ChatEvent, ChatRun, ChatThread, Checkpoint
+from chat.models import ChatEvent, ChatInterrupt, ChatRun, ChatThread, Checkpoint
 from chat.wire import StoredEvent, WireEvent, dumps, lifecycle_event
 from core import processes
 from core.exceptions import Conflict, NotFound
@@ -53,6 +53,12 @@ class RunActive(Conflict):
         self.run_id = run_id
         super().__init__(f"Run {run_id} is still active on this thread: cancel it or wait for it to finish "
                          f"before starting another.")
+
+
+class InterruptAnswered(Exception):
+    def __init__(self, interrupt_id: str) -> None:
+        self.interrupt_id = interrupt_id
+        super().__init__(f"Interrupt {interrupt_id} was already answered.")
 
 
 def thread_not_found(thread_id: str) -> NotFound:
@@ -198,6 +204,43 @@ def run_create(*, thread: ChatThread, run_id: uuid.UUID | str, queue: dict | Non
                 raise RunActive(active.id) from None
             run_fail_dead(run=active, error=reason)
     raise RunActive("unknown")
+
+
+@transaction.atomic
+def run_create_answering(*, thread: ChatThread, run_id: uuid.UUID | str, answers: dict[str, Any],
+                         namespaces: dict[str, list[str]], queue: dict | None = None) -> ChatRun:
+    """Claim each answered interrupt, then register the run that resumes the thread with the answers.
+
+    The claim is a conditional update of the interrupt's row (created when missing): under concurrent answers to
+    one interrupt, exactly one transaction updates it, the others roll back.
+
+    Raises:
+        InterruptAnswered: one of the interrupts was answered already (nothing is claimed).
+        RunActive: another run is active on the thread (nothing is claimed).
+    """
+    ChatInterrupt.objects.bulk_create(
+        [ChatInterrupt(thread=thread, interrupt_id=interrupt_id,
+                       namespace=orjson.dumps(namespaces.get(interrupt_id, [])).decode()) for interrupt_id in answers],
+        ignore_conflicts=True)
+    _interrupts_release_unconsumed(thread=thread, interrupt_ids=list(answers))
+    now = timezone.now()
+    for interrupt_id, response in answers.items():
+        if not ChatInterrupt.objects.filter(thread=thread, interrupt_id=interrupt_id, answered_at__isnull=True).update(
+                answered_at=now, response=response):
+            raise InterruptAnswered(interrupt_id)
+    run = run_create(thread=thread, run_id=run_id, queue=queue)
+    ChatInterrupt.objects.filter(thread=thread, interrupt_id__in=list(answers)).update(run=run)
+    return run
+
+
+def _interrupts_release_unconsumed(*, thread: ChatThread, interrupt_ids: list[str]) -> None:
+    """Reopen answers whose run failed before it checkpointed anything (its process died at once): the answer never
+    reached the graph. Conditional on that run, so concurrent answers still claim the reopened row once."""
+    rows = ChatInterrupt.objects.filter(thread=thread, interrupt_id__in=interrupt_ids,
+                                        run__status=ChatRun.Status.FAILED).only("pk", "run_id")
+    for row in rows:
+        if not Checkpoint.objects.filter(thread_id=thread.pk, run_id=str(row.run_id)).exists():
+            ChatInterrupt.objects.filter(pk=row.pk, run_id=row.run_id).update(answered_at=None, response=None, run=None)
 
 
 def run_orphan_reason(*, run: ChatRun) -> str | None:

@@ -280,6 +280,8 @@ ADMIN_PASSWORD = env_str("ADMIN_PASSWORD")
 # Streaming chat (chat app). CHAT_MODEL and CHAT_AGENT_DELAY_SCALE are also read by chat/agent directly.
 CHAT_MODEL = env_str("CHAT_MODEL")
 CHAT_GRAPH = env_str("CHAT_GRAPH", "chat.agent.graph:build_graph")
+# Tools whose calls wait for a person's approval ("*": every tool); a run's configurable `approve_tools` overrides it.
+CHAT_APPROVE_TOOLS = env_list("CHAT_APPROVE_TOOLS")
 CHAT_ALLOW_ANONYMOUS = env_bool("CHAT_ALLOW_ANONYMOUS", DEBUG)
 CHAT_WORKSPACE = env_str("CHAT_WORKSPACE", DEMO_WORKSPACE)
 CHAT_TRACING_PROJECT = env_str("CHAT_TRACING_PROJECT", "chat")

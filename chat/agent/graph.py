@@ -1,5 +1,8 @@
 """The deep agent: a coordinator with no tools of its own, a `researcher` and a `math-whiz` subagent.
 
+Tool calls the turn's approval list names (chat/agent/approvals.py) wait for a person's decision, in the coordinator
+and inside each subagent.
+
 `build_graph(checkpointer)` is what CHAT_GRAPH names by default (`chat.agent.graph:build_graph`).
 """
 
@@ -10,6 +13,7 @@ from typing import Any
 
 from deepagents import create_deep_agent
 
+from chat.agent.approvals import ApprovalPolicy, interrupt_on
 from chat.agent.language_models import build_models
 from chat.agent.prompts import (
     COORDINATOR_PROMPT,
@@ -33,9 +37,11 @@ def build_graph(checkpointer: Any = None, *, model: str | None = None):
         system_prompt=COORDINATOR_PROMPT,
         subagents=[
             {"name": RESEARCHER_NAME, "description": RESEARCHER_DESCRIPTION, "system_prompt": RESEARCHER_PROMPT,
-             "tools": [search_web], "model": researcher},
+             "tools": [search_web], "model": researcher, "middleware": [ApprovalPolicy()]},
             {"name": MATH_NAME, "description": MATH_DESCRIPTION, "system_prompt": MATH_PROMPT,
-             "tools": [calculator], "model": math_whiz},
+             "tools": [calculator], "model": math_whiz, "middleware": [ApprovalPolicy()]},
         ],
+        middleware=[ApprovalPolicy()],
+        interrupt_on=interrupt_on([search_web.name, calculator.name]),
         checkpointer=checkpointer,
     )

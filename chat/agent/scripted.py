@@ -19,6 +19,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 
 from chat.agent.planner import calculation_expression, plan_request, research_query
 from chat.agent.prompts import MATH_NAME, RESEARCHER_NAME
+from chat.agent.review import Review, review_of
 from chat.agent.tools import delay_scale
 
 MODEL_NAME = "scripted-offline"
@@ -186,19 +187,24 @@ def _coordinator_answer(turn: list[BaseMessage], results: list[ToolMessage]) -> 
     agents = {call["id"]: call["args"].get("subagent_type", "subagent")
               for m in turn if isinstance(m, AIMessage) for call in m.tool_calls}
     labels = {RESEARCHER_NAME: "Research", MATH_NAME: "Math"}
-    lines = [f"**{labels.get(agents.get(r.tool_call_id, ''), 'Result')}** ({agents.get(r.tool_call_id, r.name)}): "
-             f"{_text_of(r).strip()}" for r in results]
+    lines = []
+    for result in results:
+        review = review_of(result)
+        agent = str(review.executed_args.get("subagent_type") or agents.get(result.tool_call_id, result.name))
+        text = (f"I did not delegate this to {agent}: {review.rejection()}. Instead, I answer without its help."
+                if review.rejected else review.text.strip())
+        lines.append(f"**{labels.get(agent, 'Result')}** ({agent}): {text}")
     reasoning = (f"{plural(len(results), 'subagent result')} arrived; "
                  f"combining {'it' if len(results) == 1 else 'them'} into a labeled answer.")
     return _reasoned(reasoning, "\n\n".join(lines))
 
 
-def _tool_answer(turn: list[BaseMessage], run: str, tool: str, args: dict) -> AIMessage | str:
-    """A subagent's one tool: the call to make (an AIMessage) while the turn has no answer, then the answer's text."""
+def _tool_answer(turn: list[BaseMessage], run: str, tool: str, args: dict) -> AIMessage | Review:
+    """A subagent's one tool: the call to make (an AIMessage) while the turn has no answer, then the answer."""
     results = [m for m in turn if isinstance(m, ToolMessage)]
     if not results:
         return AIMessage(content="", tool_calls=[{"name": tool, "args": args, "id": _call_id(turn, 0, run)}])
-    return _text_of(results[-1])
+    return review_of(results[-1])
 
 
 def _researcher_turn(turn: list[BaseMessage], run: str = "") -> AIMessage:
@@ -206,8 +212,12 @@ def _researcher_turn(turn: list[BaseMessage], run: str = "") -> AIMessage:
     answer = _tool_answer(turn, run, "search_web", {"query": query})
     if isinstance(answer, AIMessage):
         return answer
+    if answer.rejected:
+        return AIMessage(content=f"I did not search for \"{query}\": {answer.rejection()}. Instead of searching, I "
+                                 f"answer without a lookup: ask again with another query if you want one.")
+    query = str(answer.executed_args.get("query", query))
     try:
-        hits = json.loads(answer)["results"]
+        hits = json.loads(answer.text)["results"]
     except (ValueError, KeyError, TypeError):
         hits = []
     if not hits:
@@ -225,7 +235,11 @@ def _math_turn(turn: list[BaseMessage], run: str = "") -> AIMessage:
     answer = _tool_answer(turn, run, "calculator", {"expression": expression})
     if isinstance(answer, AIMessage):
         return answer
-    outcome = answer.strip()
+    if answer.rejected:
+        return AIMessage(content=f"I did not calculate {expression}: {answer.rejection()}. Instead of calculating, "
+                                 f"I leave it unevaluated: ask again with another expression if you want a result.")
+    expression = str(answer.executed_args.get("expression", expression))
+    outcome = answer.text.strip()
     if outcome.startswith("Error evaluating"):
         return AIMessage(content=f"I could not evaluate {expression}: {outcome}")
     return AIMessage(content=f"{expression} = {outcome}. The calculator confirms the result is {outcome}.")

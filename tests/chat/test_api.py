@@ -107,7 +107,8 @@ def test_bad_stream_requests_are_400_in_the_protocols_shape(base):
 
 @pytest.mark.parametrize(("payload", "code"), [
     ({"id": 1, "method": "nope.nothing", "params": {}}, "unknown_command"),
-    ({"id": 2, "method": "input.respond", "params": {}}, "not_supported"),
+    ({"id": 2, "method": "input.inject", "params": {}}, "not_supported"),
+    ({"id": 9, "method": "input.respond", "params": {}}, "invalid_argument"),
     ({"id": -1, "method": "run.start", "params": {}}, "invalid_argument"),
     ({"id": 3, "params": {}}, "invalid_argument"),
     ({"id": 4, "method": "run.start", "params": []}, "invalid_argument"),

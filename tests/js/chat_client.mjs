@@ -8,7 +8,7 @@ import { Client, HttpAgentServerAdapter } from "@langchain/langgraph-sdk";
 import { StreamController, messagesProjection, toolCallsProjection } from "@langchain/langgraph-sdk/stream";
 import { HumanMessage } from "@langchain/core/messages";
 import { randomUUID } from "node:crypto";
-import { waitFor as waitUntil } from "./support_wait.mjs";
+import { reportWhenDone, waitFor as waitUntil } from "./support_wait.mjs";
 
 const apiUrl = process.env.CHAT_API_URL;
 const apiKey = process.env.CHAT_API_KEY || undefined;
@@ -160,13 +160,4 @@ async function main() {
   await reloaded.controller.dispose();
 }
 
-main()
-  .then(() => {
-    process.stdout.write(JSON.stringify(report) + "\n");
-    process.exit(0);
-  })
-  .catch((error) => {
-    report.failure = String(error?.stack || error);
-    process.stdout.write(JSON.stringify(report) + "\n");
-    process.exit(1);
-  });
+reportWhenDone(main, report);

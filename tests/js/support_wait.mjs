@@ -1,4 +1,4 @@
-// Polling for the JS clients' scripts (agent_server_client.mjs, chat_client.mjs).
+// Polling and reporting for the JS clients' scripts (agent_server_client.mjs, chat_client.mjs, approvals_client.mjs).
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -11,4 +11,18 @@ export async function waitFor(what, predicate, { timeoutMs, intervalMs }) {
     await sleep(intervalMs);
   }
   throw new Error(`timed out waiting for ${what}`);
+}
+
+// Run `main`, then print `report` as one JSON line (with `failure` when `main` threw) and exit 0 or 1.
+export function reportWhenDone(main, report) {
+  main()
+    .then(() => {
+      process.stdout.write(JSON.stringify(report) + "\n");
+      process.exit(0);
+    })
+    .catch((error) => {
+      report.failure = String(error?.stack || error);
+      process.stdout.write(JSON.stringify(report) + "\n");
+      process.exit(1);
+    });
 }

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from agentserver import api, api_docs, api_runs, api_threads
+from agentserver import api, api_docs, api_runs, api_store, api_threads
 from agentserver.cors import is_preflight
 from core.views import method_routes as base_method_routes
 
@@ -66,6 +66,10 @@ urlpatterns = [
     path("runs/wait", api_runs.StatelessRunWaitApi.as_view()),
     path("runs/batch", api_runs.RunBatchApi.as_view()),
     path("runs/cancel", api_runs.RunsCancelManyApi.as_view()),
+    path("store/items", method_routes(put=api_store.StoreItemPutApi, get=api_store.StoreItemGetApi,
+                                      delete=api_store.StoreItemDeleteApi)),
+    path("store/items/search", api_store.StoreSearchApi.as_view()),
+    path("store/namespaces", api_store.StoreNamespacesApi.as_view()),
     path("openapi.json", api_docs.OpenApiDocumentApi.as_view()),
     path("docs", api_docs.DocsApi.as_view()),
 ]

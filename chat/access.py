@@ -50,6 +50,15 @@ class Caller:
         return {"owner_kind": self.kind, "workspace": self.workspace, "user": self.user}
 
     @property
+    def store_scope(self) -> str:
+        """The scope of the owner's LangGraph store (chat/store.py): one store per owner."""
+        if self.kind == "workspace":
+            return f"workspace:{self.workspace.id}"  # type: ignore[attr-defined]
+        if self.kind == "user":
+            return f"user:{self.user.pk}"  # type: ignore[attr-defined]
+        return "anonymous"
+
+    @property
     def owner_filter(self) -> dict:
         return {"owner_kind": self.kind,
                 "workspace_id": getattr(self.workspace, "id", None),

@@ -36,6 +36,16 @@ def permission_denied(message: str) -> ChatAccessError:
     return ChatAccessError(403, "permission_denied", message)
 
 
+def owner_scope(kind: str, workspace_id: object = None, user_id: object = None) -> str:
+    """The scope of a chat owner's LangGraph store (chat/store.py): one store per workspace, user, or the
+    anonymous owner."""
+    if kind == "workspace":
+        return f"workspace:{workspace_id}"
+    if kind == "user":
+        return f"user:{user_id}"
+    return "anonymous"
+
+
 @dataclass(frozen=True)
 class Caller:
     kind: str  # ChatThread.OwnerKind value
@@ -51,12 +61,8 @@ class Caller:
 
     @property
     def store_scope(self) -> str:
-        """The scope of the owner's LangGraph store (chat/store.py): one store per owner."""
-        if self.kind == "workspace":
-            return f"workspace:{self.workspace.id}"  # type: ignore[attr-defined]
-        if self.kind == "user":
-            return f"user:{self.user.pk}"  # type: ignore[attr-defined]
-        return "anonymous"
+        """The scope of the caller's LangGraph store: the one its runs' graphs get."""
+        return owner_scope(self.kind, getattr(self.workspace, "id", None), getattr(self.user, "pk", None))
 
     @property
     def owner_filter(self) -> dict:

@@ -11,6 +11,8 @@ SQLite and PostgreSQL and every server process sees the same items. It behaves a
   sides are strings (anything else does not match, where InMemoryStore raises);
 - list_namespaces sorts the namespaces, after prefix and suffix conditions (`"*"` matches any label) and `max_depth`.
 
+A run's graph gets its thread owner's store (chat/run_execution.py), as the `store` argument, `get_store()` and
+`runtime.store`; the Agent Server API's /store routes use the caller's (agentserver/api_store.py).
 Semantic search (`index`) and TTLs are not supported yet: `query` is ignored, as by a store without an index.
 Each store has a `scope` and sees only its items. Sync methods use the calling thread's connection (and transaction);
 async ones run the same code on the chat's database threads (chat/db_executor.py).

@@ -51,7 +51,9 @@ def test_a_run_started_over_the_chat_protocol_gets_its_owners_store_too(server, 
 
     start_run(server.url, thread, headers={"X-Api-Key": keys[0]}, input={"remember": "protocol"})
 
-    recalled = wait_for(lambda: (mine.threads.get_state(thread)["values"] or {}).get("recalled"), timeout=60)
+    # Until the run has ended, so that nothing of it is still writing when the test's data is flushed.
+    wait_for(lambda: mine.threads.get(thread)["status"] == "idle", timeout=60)
+    recalled = mine.threads.get_state(thread)["values"]["recalled"]
 
     assert recalled == ["protocol", "stated"]
     assert mine.store.get_item(["memories"], "protocol")["value"] == {"text": "protocol"}

@@ -184,6 +184,26 @@ def test_comparison_operators_compare_strings_as_strings_as_postgres_store_does(
     assert [item.value["name"] for item in found] == ["banana"]
 
 
+def test_filter_keys_are_taken_literally_and_only_equal_values_match(store):
+    store.put(("test",), "dotted", {"a.b": "x", 'q"uote': "y", "n": "1", "v": "é \" \\ ✓"})
+    store.put(("test",), "nested", {"a": {"b": "x"}, 'q"uote': "z", "n": 1})
+    store.put(("test",), "list", {"a.b": ["x"], "n": True, "café": "é", "back\\slash": "s", "": "e"})
+
+    def keys(filter):
+        return sorted(item.key for item in store.search(("test",), filter=filter))
+
+    assert keys({"a.b": "x"}) == ["dotted"]
+    assert keys({"a.b": {"$eq": "x"}}) == ["dotted"]
+    assert keys({'q"uote': "y"}) == ["dotted"]
+    assert keys({"a": {"b": "x"}}) == ["nested"]
+    assert keys({"a.b": ["x"]}) == ["list"]
+    assert keys({"n": "1"}) == ["dotted"]
+    assert keys({"n": 1}) == ["list", "nested"]  # JSON true equals 1, as Python compares them
+    assert keys({"missing": "x"}) == []
+    assert keys({"v": "é \" \\ ✓"}) == ["dotted"]
+    assert keys({"café": "é", "back\\slash": "s", "": "e"}) == ["list"]
+
+
 def test_an_unknown_operator_is_refused(store):
     store.put(("test",), "a", {"n": 1})
     with pytest.raises(ValueError, match=r"\$foo"):

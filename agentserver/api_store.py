@@ -16,7 +16,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from agentserver.http import AgentServerApi, query_flag
-from chat.store import DjangoStore
+from chat.store import AddressTooLong, DjangoStore
 from core.exceptions import RequestValidationError
 from core.rest_errors import api_error_response
 
@@ -36,10 +36,15 @@ class NamespaceField(serializers.ListField):
     child = serializers.CharField(allow_blank=True, trim_whitespace=False)
 
     def to_internal_value(self, data):
-        labels = super().to_internal_value(data)
-        if problem := label_problem(labels):
+        namespace = super().to_internal_value(data)
+        if problem := label_problem(namespace):
             raise serializers.ValidationError(problem)
-        return tuple(labels)
+        return tuple(namespace)
+
+
+def labels(**kwargs) -> serializers.ListField:
+    """A list of namespace labels, taken as sent (not trimmed)."""
+    return serializers.ListField(child=serializers.CharField(allow_blank=True, trim_whitespace=False), **kwargs)
 
 
 class ItemOutputSerializer(serializers.Serializer):
@@ -86,6 +91,8 @@ class StoreItemPutApi(StoreApi):
         data = self.parse(self.InputSerializer)
         try:
             self.store.put(data["namespace"], data["key"], data["value"])
+        except AddressTooLong as exc:
+            raise RequestValidationError.single(["body", "key"], str(exc)) from None
         except InvalidNamespaceError as exc:  # empty, or under the reserved root label "langgraph"
             return api_error_response(400, str(exc))
         return Response(status=204)
@@ -118,7 +125,7 @@ class StoreItemDeleteApi(StoreApi):
         class Meta:
             ref_name = "StoreDeleteRequest"
 
-        namespace = serializers.ListField(child=serializers.CharField(allow_blank=True), default=list)
+        namespace = labels(default=list)
         key = serializers.CharField(allow_blank=True, trim_whitespace=False)
 
     @extend_schema(request=InputSerializer, responses={204: None}, operation_id="delete_item",
@@ -136,8 +143,7 @@ class StoreSearchApi(StoreApi):
         class Meta:
             ref_name = "StoreSearchRequest"
 
-        namespace_prefix = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False,
-                                                 allow_null=True)
+        namespace_prefix = labels(required=False, allow_null=True)
         filter = serializers.DictField(required=False, allow_null=True)
         limit = serializers.IntegerField(min_value=1, max_value=SEARCH_LIMIT, default=10)
         offset = serializers.IntegerField(min_value=0, default=0)
@@ -172,8 +178,8 @@ class StoreNamespacesApi(StoreApi):
         class Meta:
             ref_name = "StoreListNamespacesRequest"
 
-        prefix = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
-        suffix = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
+        prefix = labels(required=False)
+        suffix = labels(required=False)
         max_depth = serializers.IntegerField(min_value=0, required=False)
         limit = serializers.IntegerField(min_value=1, max_value=SEARCH_LIMIT, default=100)
         offset = serializers.IntegerField(min_value=0, default=0)

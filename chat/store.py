@@ -48,6 +48,12 @@ from chat.models import StoreItem
 NUMERIC_OPERATORS = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 OPERATORS = {"$eq", "$ne", *NUMERIC_OPERATORS}
 SCAN_CHUNK = 500
+# A namespace and key are indexed together (with the scope), and PostgreSQL refuses an index row over 2704 bytes.
+MAX_ADDRESS_BYTES = 2048
+
+
+class AddressTooLong(ValueError):
+    """An item's namespace and key are too long to index, on either database."""
 
 
 def namespace_text(namespace: tuple[str, ...]) -> str:
@@ -155,6 +161,11 @@ class DjangoStore(BaseStore):
     # --- writes ------------------------------------------------------------------------------------
 
     def _apply_puts(self, ops: list[PutOp]) -> None:
+        for op in ops:
+            if op.value is not None and len(namespace_text(op.namespace).encode()) + len(op.key.encode()) > \
+                    MAX_ADDRESS_BYTES:
+                raise AddressTooLong(f"The namespace and key together must be at most {MAX_ADDRESS_BYTES} bytes "
+                                     "(UTF-8).")
         deletes: dict[str, list[str]] = defaultdict(list)
         for op in ops:
             if op.value is None:

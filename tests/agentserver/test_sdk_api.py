@@ -213,6 +213,7 @@ def test_bad_input_gets_the_agent_servers_statuses(server, key):
     assert status("PUT", "/store/items", json={"namespace": ["a"], "key": "k", "value": [1]})[0] == 422
     assert status("PUT", "/store/items", json={"namespace": ["a"], "key": "k"})[0] == 422
     assert status("PUT", "/store/items", json={"namespace": ["a"], "key": 5, "value": {}})[0] == 422
+    assert status("PUT", "/store/items", json={"namespace": ["a"], "key": "k" * 3000, "value": {}})[0] == 422
     assert status("PUT", "/store/items", content=b"xx", headers={"Content-Type": "application/json"})[0] == 422
     assert status("PUT", "/store/items", json={"namespace": [], "key": "k", "value": {}}) == (
         400, {"detail": "Namespace cannot be empty."})

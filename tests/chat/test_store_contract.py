@@ -22,7 +22,7 @@ from langgraph.store.base import (
 from langgraph.store.memory import InMemoryStore
 
 from chat import db_executor
-from chat.store import DjangoStore
+from chat.store import AddressTooLong, DjangoStore
 
 # The async methods run on the chat's database threads: they only see committed data.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -313,6 +313,15 @@ def test_search_lists_the_most_recently_updated_first_as_postgres_store_does(dja
     django_store.put(("test",), "a", {"key": "a", "again": True})
 
     assert [item.key for item in django_store.search(("test",))] == ["a", "c", "b"]
+
+
+def test_a_namespace_and_key_too_long_to_index_are_refused_on_both_databases(django_store):
+    with pytest.raises(AddressTooLong):
+        django_store.put(("n",) * 10, "é" * 1100, {"v": 1})
+    django_store.put(("n",), "é" * 1000, {"v": 1})
+
+    assert django_store.get(("n",), "é" * 1000).value == {"v": 1}
+    assert django_store.get(("n",) * 10, "é" * 1100) is None
 
 
 def test_stores_of_different_scopes_do_not_see_each_others_items(django_store):

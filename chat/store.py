@@ -20,6 +20,7 @@ async ones run the same code on the chat's database threads (chat/db_executor.py
 
 from __future__ import annotations
 
+import asyncio
 import operator
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
@@ -81,12 +82,20 @@ class DjangoStore(BaseStore):
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute get, search, list_namespaces and put operations, in one transaction.
 
+        Called on an event loop's thread (a sync call in an async node), it runs on a chat database thread and
+        blocks the loop meanwhile, as InMemoryStore's and PostgresStore's sync methods do there.
+
         Args:
             ops: The operations.
 
         Returns:
             One result per operation, in order: an Item or None, a list of SearchItems, a list of namespaces, None.
         """
+        if _on_event_loop():
+            return db_executor.run_blocking(self._batch, list(ops))
+        return self._batch(ops)
+
+    def _batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
         results: list[Result] = [None] * len(ops)
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
@@ -108,7 +117,7 @@ class DjangoStore(BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """`batch` on a chat database thread."""
-        return await db_executor.run(self.batch, list(ops))
+        return await db_executor.run(self._batch, list(ops))
 
     # --- reads -------------------------------------------------------------------------------------
 
@@ -180,6 +189,14 @@ class DjangoStore(BaseStore):
             StoreItem.objects.using(self.using).bulk_create(
                 rows, update_conflicts=True, unique_fields=["scope", "namespace", "key"],
                 update_fields=["value", "updated_at"])
+
+
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _item(row: StoreItem) -> Item:

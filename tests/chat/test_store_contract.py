@@ -306,6 +306,16 @@ def test_the_async_methods_behave_as_the_sync_ones(store):
     assert deleted is None
 
 
+def test_the_sync_methods_work_on_an_event_loops_thread_too(store):
+    async def sync_calls_in_async_code():
+        store.put(("test",), "key", {"n": 1})
+        return store.get(("test",), "key"), store.search(("test",)), store.list_namespaces()
+
+    item, found, namespaces = asyncio.run(sync_calls_in_async_code())
+
+    assert item.value == {"n": 1} and [i.key for i in found] == ["key"] and namespaces == [("test",)]
+
+
 def test_search_lists_the_most_recently_updated_first_as_postgres_store_does(django_store):
     # InMemoryStore lists in insertion order instead; the Agent Server documents "ordered by last updated time".
     for key in ["a", "b", "c"]:

@@ -152,29 +152,7 @@ def call(server, key: str, method: str, path: str, headers: dict | None = None, 
 
 
 def test_an_item_is_put_read_updated_searched_and_deleted(client):
-    assert client.store.put_item(["users", "u1"], "prefs", {"theme": "dark", "size": 3}) is None
-    first = client.store.get_item(["users", "u1"], "prefs")
-    client.store.put_item(["users", "u1"], "prefs", {"theme": "light", "size": 5})
-    client.store.put_item(["users", "u2"], "prefs", {"theme": "dark", "size": 1})
-    item = client.store.get_item(["users", "u1"], "prefs")
-
-    assert first["namespace"] == ["users", "u1"] and first["key"] == "prefs"
-    assert item["value"] == {"theme": "light", "size": 5}
-    assert item["created_at"] == first["created_at"] and item["updated_at"] > first["updated_at"]
-    assert client.store.get_item(["users", "u1"], "missing") is None
-    found = client.store.search_items(["users"])
-    assert [(i["namespace"], i["key"]) for i in found["items"]] == [(["users", "u2"], "prefs"),
-                                                                    (["users", "u1"], "prefs")]
-    assert all(i["score"] is None for i in found["items"])
-    assert [i["namespace"] for i in client.store.search_items(["users"], filter={"theme": "dark"})["items"]] == [
-        ["users", "u2"]]
-    assert [i["value"]["size"] for i in client.store.search_items(
-        ["users"], filter={"size": {"$gt": 2}})["items"]] == [5]
-    assert len(client.store.search_items(["users"], limit=1, offset=1, query="ignored")["items"]) == 1
-
-    client.store.delete_item(["users", "u1"], "prefs")
-    client.store.delete_item(["users", "u1"], "prefs")  # deleting what is gone is no error
-    assert client.store.get_item(["users", "u1"], "prefs") is None
+    scenarios.store_lifecycle(client)
 
 
 def test_namespaces_are_listed_by_prefix_suffix_and_depth(client):

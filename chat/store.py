@@ -9,13 +9,17 @@ SQLite and PostgreSQL and every server process sees the same items. It behaves a
 - search lists a namespace prefix's items most recently updated first; a filter matches key by key, a plain value
   (or `$eq`, `$ne`) by JSON equality, `$gt`, `$gte`, `$lt`, `$lte` numerically, or as strings when both
   sides are strings (anything else does not match, where InMemoryStore raises);
-- list_namespaces sorts the namespaces, after prefix and suffix conditions (`"*"` matches any label) and `max_depth`.
+- list_namespaces sorts the namespaces that hold items (as PostgresStore; InMemoryStore keeps listing an emptied
+  one), after prefix and suffix conditions (`"*"` matches any label) and `max_depth`;
+- a namespace and key over MAX_ADDRESS_BYTES together are refused (AddressTooLong) on both databases, where
+  PostgreSQL alone would fail to index them.
 
 A run's graph gets its thread owner's store (chat/run_execution.py), as the `store` argument, `get_store()` and
 `runtime.store`; the Agent Server API's /store routes use the caller's (agentserver/api_store.py).
 Semantic search (`index`) and TTLs are not supported yet: `query` is ignored, as by a store without an index.
-Each store has a `scope` and sees only its items. Sync methods use the calling thread's connection (and transaction);
-async ones run the same code on the chat's database threads (chat/db_executor.py).
+Each store has a `scope` and sees only its items. Sync methods use the calling thread's connection (and transaction),
+except on an event loop's thread, where Django allows no query; async ones run the same code on the chat's database
+threads (chat/db_executor.py).
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ TAGS = [
     {"name": "Threads", "description": "A thread holds the state (checkpoints) its runs build up."},
     {"name": "Thread Runs", "description": "A run executes an assistant's graph on a thread."},
     {"name": "Stateless Runs", "description": "A run executes an assistant's graph on a temporary thread."},
+    {"name": "Store", "description": "Items the graphs and their clients keep across threads, by namespace."},
     {"name": "Streaming", "description": "The Agent Streaming Protocol: commands and a thread's event stream."},
     {"name": "System", "description": "Health, server information and this document."},
 ]
@@ -118,6 +119,8 @@ def tag_of(path: str) -> str:
         return "Threads"
     if path.startswith("/runs"):
         return "Stateless Runs"
+    if path.startswith("/store"):
+        return "Store"
     return "System"
 
 

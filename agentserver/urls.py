@@ -11,7 +11,7 @@ from typing import Any
 from django.urls import path
 from rest_framework.views import APIView
 
-from agentserver import api, api_docs, api_runs, api_threads
+from agentserver import api, api_docs, api_runs, api_store, api_threads
 from agentserver.cors import is_preflight
 from core.views import method_routes as base_method_routes
 
@@ -71,6 +71,10 @@ ROUTES: dict[str, type[APIView] | Callable[..., Any]] = {
     "runs/wait": api_runs.StatelessRunWaitApi,
     "runs/batch": api_runs.RunBatchApi,
     "runs/cancel": api_runs.RunsCancelManyApi,
+    "store/items": method_routes(put=api_store.StoreItemPutApi, get=api_store.StoreItemGetApi,
+                                 delete=api_store.StoreItemDeleteApi),
+    "store/items/search": api_store.StoreSearchApi,
+    "store/namespaces": api_store.StoreNamespacesApi,
     "openapi.json": api_docs.OpenApiDocumentApi,
     "docs": api_docs.DocsApi,
 }

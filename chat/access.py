@@ -36,6 +36,16 @@ def permission_denied(message: str) -> ChatAccessError:
     return ChatAccessError(403, "permission_denied", message)
 
 
+def owner_scope(kind: str, workspace_id: object = None, user_id: object = None) -> str:
+    """The scope of a chat owner's LangGraph store (chat/store.py): one store per workspace, user, or the
+    anonymous owner."""
+    if kind == "workspace":
+        return f"workspace:{workspace_id}"
+    if kind == "user":
+        return f"user:{user_id}"
+    return "anonymous"
+
+
 @dataclass(frozen=True)
 class Caller:
     kind: str  # ChatThread.OwnerKind value
@@ -48,6 +58,11 @@ class Caller:
     @property
     def owner_fields(self) -> dict:
         return {"owner_kind": self.kind, "workspace": self.workspace, "user": self.user}
+
+    @property
+    def store_scope(self) -> str:
+        """The scope of the caller's LangGraph store: the one its runs' graphs get."""
+        return owner_scope(self.kind, getattr(self.workspace, "id", None), getattr(self.user, "pk", None))
 
     @property
     def owner_filter(self) -> dict:

@@ -46,6 +46,12 @@ async def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     return await loop.run_in_executor(_pool(), functools.partial(_call, fn, *args, **kwargs))
 
 
+def run_blocking(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """`fn(*args, **kwargs)` executed on a chat database thread, waited for here: for sync code that finds itself
+    on an event loop's thread, where Django refuses ORM calls. It blocks that loop meanwhile."""
+    return _pool().submit(functools.partial(_call, fn, *args, **kwargs)).result()
+
+
 def close_connections() -> None:
     """Close every pool thread's connection and stop the pool (it restarts on the next call): tests and shutdown."""
     global _executor

@@ -245,3 +245,31 @@ class ChatInterrupt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.thread_id}/{self.interrupt_id}"
+
+
+# --- The LangGraph store (chat/store.py) ----------------------------------------------------------
+
+
+class StoreItem(models.Model):
+    """One item of a LangGraph store: a JSON object under (scope, namespace, key), written only through DjangoStore.
+
+    `scope` separates stores that share the table: each owner's (chat/access.py's Caller.store_scope), so a
+    deployment's callers and the deep agent's owners never see each other's items.
+    """
+
+    scope = models.CharField(max_length=255)
+    # The namespace's labels joined by "." (LangGraph forbids a "." inside a label), as PostgresStore keeps it.
+    namespace = models.TextField()
+    key = models.TextField()
+    value = models.JSONField()
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "namespace", "key"], name="chat_storeitem_unique"),
+        ]
+        indexes = [models.Index(fields=["scope", "updated_at"], name="chat_storeitem_updated")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.key}"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chat import db_executor, run_control, run_queue, selectors, services
-from chat.access import Caller
+from chat.access import Caller, owner_scope
 from chat.graph_runtime import get_served_graph, graph_name_for
 from chat.models import ChatRun
 from chat.run_execution import RunRequest, runs
@@ -172,7 +172,8 @@ async def start_run(thread, run_input: dict | None, *, checkpoint_id: str | None
         return run_id
     workspace_id = thread.workspace_id or await db_executor.run(services.chat_workspace_id)
     runs.start(RunRequest(thread_id=thread.id, run_id=run_id, input=run_input, checkpoint_id=checkpoint_id,
-                          metadata=metadata, tracing_workspace_id=workspace_id, graph_name=graph_name, kwargs=kwargs))
+                          metadata=metadata, tracing_workspace_id=workspace_id, graph_name=graph_name, kwargs=kwargs,
+                          store_scope=owner_scope(thread.owner_kind, thread.workspace_id, thread.user_id)))
     return run_id
 
 

@@ -16,7 +16,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -28,11 +28,12 @@ from langchain_core._api.beta_decorator import LangChainBetaWarning
 from chat import db_executor, run_hooks, services
 from chat.conversion import EventConverter
 from chat.frames import Frame, end_frame
-from chat.graph_runtime import get_served_graph
+from chat.graph_runtime import ServedGraph, get_served_graph
 from chat.hub import hubs, publish, publish_unstored
 from chat.interrupts import checkpoint_interrupts
 from chat.models import ChatRun
 from chat.selectors import thread_cursor_state
+from chat.store import DjangoStore
 from chat.stream_modes import FrameMaker, command_from, graph_modes
 from chat.wire import StoredEvent, WireEvent, lifecycle_event, make_event
 from core import processes
@@ -65,6 +66,8 @@ class RunRequest:
     # The Agent Server's run kwargs (ChatRun.kwargs) and the attempt number.
     kwargs: dict = field(default_factory=dict)
     attempt: int = 1
+    # The thread owner's store (chat/store.py's owner_scope), which the graph gets; None: the graph keeps its own.
+    store_scope: str | None = None
 
 
 class EventWriter:
@@ -167,7 +170,7 @@ async def execute_run(request: RunRequest) -> str:
     status: str = ChatRun.Status.COMPLETED
     error, graph_name, started = "", "root", False
     try:
-        served = get_served_graph(request.graph_name)
+        served = with_store(get_served_graph(request.graph_name), request.store_scope)
         graph_name = served.name
         writer.add([lifecycle_event([], "running", graph_name=graph_name)])
         started = True
@@ -200,6 +203,14 @@ async def execute_run(request: RunRequest) -> str:
     for path in run_hooks.AFTER_RUN:
         asyncio.create_task(_after_run(path, request, status), name=f"chat-after-run:{request.run_id}")
     return status
+
+
+def with_store(served: ServedGraph, scope: str | None) -> ServedGraph:
+    """The served graph bound to the owner's store, for one run: its `store` argument, get_store() and
+    runtime.store, in its subgraphs too. A copy: the served graph is shared by every owner's runs."""
+    if scope is None:
+        return served
+    return replace(served, graph=served.graph.copy(update={"store": DjangoStore(scope=scope)}))
 
 
 async def _after_run(path: str, request: RunRequest, status: str) -> None:

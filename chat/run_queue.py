@@ -25,6 +25,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from chat import db_executor, services
+from chat.access import owner_scope
 from chat.hub import wait_event
 from chat.models import ChatRun, ChatThread
 from chat.run_execution import RunRequest, runs
@@ -69,13 +70,14 @@ def run_claim_next() -> ChatRun | None:
 
 def request_for(run: ChatRun) -> RunRequest:
     """What the runner needs to execute a claimed run."""
-    thread = ChatThread.objects.only("workspace_id").get(pk=run.thread_id)
+    thread = ChatThread.objects.only("owner_kind", "workspace_id", "user_id").get(pk=run.thread_id)
     kwargs = run.kwargs or {}
     workspace_id = thread.workspace_id or services.chat_workspace_id()
     return RunRequest(thread_id=run.thread_id, run_id=run.pk, input=kwargs.get("input"),
                       checkpoint_id=(kwargs.get("checkpoint") or {}).get("checkpoint_id"),
                       metadata=run.metadata or {}, tracing_workspace_id=workspace_id,
-                      graph_name=run.graph_name or None, kind=run.kind, kwargs=kwargs, attempt=run.attempt)
+                      graph_name=run.graph_name or None, kind=run.kind, kwargs=kwargs, attempt=run.attempt,
+                      store_scope=owner_scope(thread.owner_kind, thread.workspace_id, thread.user_id))
 
 
 # --- The executor (one per process and event loop) ----------------------------------------------------------------

@@ -97,6 +97,13 @@ def assert_report(report: dict) -> None:
     assert ticks == [1, 2, 3, 4, 5]
     assert resume["whole"][-1]["event"] == "values" and resume["whole"][-1]["data"]["ticks"] == [1, 2, 3, 4, 5]
 
+    store = report["store"]
+    root = store["root"]
+    assert store["item"]["namespace"] == [root, "u1"] and store["item"]["value"] == {"theme": "light", "size": 5}
+    assert store["item"]["createdAt"] == store["item"]["created_at"] and store["item"]["updated_at"]
+    assert store["found"] == [{"namespace": [root, "u1"], "key": "prefs", "value": {"theme": "light", "size": 5}}]
+    assert store["namespaces"] == [[root, "u1"], [root, "u2"]] and store["deleted"] is None
+
     cancel = report["cancel"]
     assert cancel["seen_status"] == "running" and cancel["final_status"] == "interrupted"
     # Cancelled between two ticks, its last checkpoint still has a next node: "interrupted", as langgraph dev says.

@@ -200,3 +200,35 @@ def runs_lifecycle(client: SdkClient, url: str, key: str | None) -> None:
     from langgraph.pregel.remote import RemoteGraph
 
     assert RemoteGraph("echo", url=url, api_key=key).invoke({"messages": [{"content": "remote"}]})["echo"] == "remote"
+
+
+def store_lifecycle(client: SdkClient) -> None:
+    """Items put, read, updated, searched (listing order, filters, paging), listed by namespace and deleted, under
+    a root namespace of their own."""
+    root = f"r{uuid.uuid4().hex}"
+    u1, u2 = [root, "users", "u1"], [root, "users", "u2"]
+    assert client.store.put_item(u1, "prefs", {"theme": "dark", "size": 3}) is None
+    first = client.store.get_item(u1, "prefs")
+    client.store.put_item(u1, "prefs", {"theme": "light", "size": 5})
+    client.store.put_item(u2, "prefs", {"theme": "dark", "size": 1})
+    item = client.store.get_item(u1, "prefs")
+
+    assert first["namespace"] == u1 and first["key"] == "prefs"
+    assert item["value"] == {"theme": "light", "size": 5}
+    assert item["created_at"] == first["created_at"] and item["updated_at"] > first["updated_at"]
+    assert client.store.get_item(u1, "missing") is None
+    found = client.store.search_items([root, "users"])["items"]
+    assert [(i["namespace"], i["key"]) for i in found] == [(u2, "prefs"), (u1, "prefs")]
+    assert all(i["score"] is None for i in found)
+    dark = client.store.search_items([root], filter={"theme": "dark"})["items"]
+    assert [i["namespace"] for i in dark] == [u2]
+    large = client.store.search_items([root], filter={"size": {"$gt": 2}})["items"]
+    assert [i["value"]["size"] for i in large] == [5]
+    assert len(client.store.search_items([root], limit=1, offset=1, query="ignored")["items"]) == 1
+    assert client.store.list_namespaces(prefix=[root])["namespaces"] == [u1, u2]
+    assert client.store.list_namespaces(prefix=[root], max_depth=2)["namespaces"] == [[root, "users"]]
+
+    client.store.delete_item(u1, "prefs")
+    client.store.delete_item(u1, "prefs")  # deleting what is gone is no error
+    assert client.store.get_item(u1, "prefs") is None
+    assert client.store.list_namespaces(prefix=[root])["namespaces"] == [u2]

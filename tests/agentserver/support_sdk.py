@@ -30,7 +30,7 @@ class Blocking:
 
 
 class SdkClient:
-    """`assistants`, `threads` and `runs` of the sync client, or of the async client run to completion."""
+    """`assistants`, `threads`, `runs` and `store` of the sync client, or of the async client run to completion."""
 
     def __init__(self, kind: str, url: str, api_key: str | None = None):
         self.kind = kind
@@ -38,13 +38,14 @@ class SdkClient:
             self.client = get_sync_client(url=url, api_key=api_key)
             self.loop = None
             self.assistants, self.threads = self.client.assistants, self.client.threads
-            self.runs = self.client.runs
+            self.runs, self.store = self.client.runs, self.client.store
         else:
             self.loop = asyncio.new_event_loop()
             self.client = get_client(url=url, api_key=api_key)
             self.assistants = Blocking(self.client.assistants, self.loop)
             self.threads = Blocking(self.client.threads, self.loop)
             self.runs = Blocking(self.client.runs, self.loop)
+            self.store = Blocking(self.client.store, self.loop)
 
     def collect(self, stream) -> list:
         """Every part of an SDK stream (an iterator of the sync client, an async iterator of the async one)."""

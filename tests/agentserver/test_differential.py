@@ -71,6 +71,37 @@ SCENARIO = [
     ("GET", f"/threads/{THREAD}/state", None),
 ]
 
+# Items under a root of their own, so that listing namespaces sees only them: a put, an update, another put, gets,
+# searches (listing order, filters, paging), namespace listings, deletes, and the errors both answer as JSON.
+STORE_SCENARIO = [
+    ("PUT", "/store/items", {"namespace": ["diff", "users", "u1"], "key": "prefs", "value": {"theme": "dark", "n": 3}}),
+    ("PUT", "/store/items", {"namespace": ["diff", "users", "u2"], "key": "prefs", "value": {"theme": "dark", "n": 9}}),
+    ("PUT", "/store/items", {"namespace": ["diff", "docs"], "key": "d1", "value": {"tags": ["a"], "n": 10},
+                             "index": False, "ttl": None}),
+    ("PUT", "/store/items", {"namespace": ["diff", "users", "u1"], "key": "prefs",
+                             "value": {"theme": "light", "n": 4}}),
+    ("GET", "/store/items?namespace=diff.users.u1&key=prefs", None),
+    ("GET", "/store/items?namespace=diff.users.u1&key=missing", None),
+    ("POST", "/store/items/search", {"namespace_prefix": ["diff"]}),
+    ("POST", "/store/items/search", {"namespace_prefix": ["diff", "users"], "filter": {"theme": "dark"}}),
+    ("POST", "/store/items/search", {"namespace_prefix": ["diff"], "filter": {"n": {"$gte": 4, "$lt": 10}}}),
+    ("POST", "/store/items/search", {"namespace_prefix": ["diff"], "filter": {"n": {"$ne": 4}, "tags": ["a"]}}),
+    ("POST", "/store/items/search", {"namespace_prefix": ["diff", "users"], "limit": 1, "offset": 1}),
+    ("POST", "/store/items/search", {"namespace_prefix": ["diff"], "query": "light"}),
+    ("POST", "/store/items/search", {"namespace_prefix": ["diff", "nothing"]}),
+    ("POST", "/store/namespaces", {"prefix": ["diff"]}),
+    ("POST", "/store/namespaces", {"prefix": ["diff", "*", "u1"]}),
+    ("POST", "/store/namespaces", {"prefix": ["diff"], "suffix": ["u2"]}),
+    ("POST", "/store/namespaces", {"prefix": ["diff"], "max_depth": 2}),
+    ("POST", "/store/namespaces", {"prefix": ["diff"], "limit": 1, "offset": 1}),
+    ("PUT", "/store/items", {"namespace": [], "key": "k", "value": {}}),
+    ("PUT", "/store/items", {"namespace": ["langgraph"], "key": "k", "value": {}}),
+    ("PUT", "/store/items", {"namespace": ["diff"], "key": "k", "value": [1]}),
+    ("DELETE", "/store/items", {"namespace": ["diff", "users", "u2"], "key": "prefs"}),
+    ("DELETE", "/store/items", {"namespace": ["diff", "users", "u2"], "key": "prefs"}),
+    ("GET", "/store/items?namespace=diff.users.u2&key=prefs", None),
+]
+
 
 @pytest.fixture(scope="module")
 def peer(tmp_path_factory):
@@ -111,6 +142,35 @@ def assert_same(scenario: list[Step], theirs: list[tuple], mine: list[tuple]) ->
 def test_assistants_and_threads_answer_like_langgraph_dev(peer, ours):
     scenario = [Step(method, path, body) for method, path, body in SCENARIO]
     assert_same(scenario, play(peer, scenario), play(ours, scenario))
+
+
+def items_in_key_order(answers: list[tuple]) -> list[tuple]:
+    """Search answers with their items sorted: the order is the one difference kept (the next test)."""
+    return [(*answer[:4], {"items": sorted(answer[4]["items"], key=lambda i: (i["namespace"], i["key"]))})
+            if isinstance(answer[4], dict) and "items" in answer[4] else answer for answer in answers]
+
+
+def test_the_store_answers_like_langgraph_dev(peer, ours):
+    scenario = [Step(method, path, body) for method, path, body in STORE_SCENARIO]
+    assert_same(scenario, items_in_key_order(play(peer, scenario)), items_in_key_order(play(ours, scenario)))
+
+
+def test_the_store_lists_as_the_agent_servers_postgres_store_where_langgraph_dev_lists_otherwise(peer, ours):
+    """The two differences kept, where ours does what the Agent Server's PostgreSQL store (PostgresStore) does and
+    `langgraph dev`'s in-memory store does not: search lists the latest updated first (the Agent Server documents
+    "ordered by last updated time"; the in-memory store lists namespaces, then keys, in the order they were first
+    written), and a namespace whose last item is deleted is no longer listed."""
+    orders, listed = [], []
+    for base in (peer, ours):
+        for namespace, key in [("u1", "a"), ("u2", "b"), ("u1", "c"), ("u2", "b")]:
+            item = {"namespace": ["order", namespace], "key": key, "value": {}}
+            assert httpx.put(f"{base}/store/items", json=item, timeout=30).status_code == 204
+        found = httpx.post(f"{base}/store/items/search", json={"namespace_prefix": ["order"]}, timeout=30).json()
+        orders.append([(item["namespace"][1], item["key"]) for item in found["items"]])
+        httpx.request("DELETE", f"{base}/store/items", json={"namespace": ["order", "u2"], "key": "b"}, timeout=30)
+        listed.append(httpx.post(f"{base}/store/namespaces", json={"prefix": ["order"]}, timeout=30).json())
+    assert orders == [[("u1", "a"), ("u1", "c"), ("u2", "b")], [("u2", "b"), ("u1", "c"), ("u1", "a")]]
+    assert listed == [{"namespaces": [["order", "u1"], ["order", "u2"]]}, {"namespaces": [["order", "u1"]]}]
 
 
 def test_every_stream_mode_sends_the_frames_langgraph_dev_sends(peer, ours):

@@ -6,8 +6,10 @@ import asyncio
 import operator
 from typing import Annotated
 
-from langgraph.config import get_stream_writer
+from langgraph.config import get_store, get_stream_writer
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
 from typing_extensions import TypedDict
 
 
@@ -64,3 +66,27 @@ first_graph = StateGraph(FirstState).add_node("answer", _answer_first).add_edge(
     name="first")
 second_graph = StateGraph(SecondState).add_node("answer", _answer_second).add_edge(START, "answer").compile(
     name="second")
+
+
+class MemoryState(TypedDict, total=False):
+    remember: str
+    recalled: list[str]
+    same_store: bool
+
+
+async def _remember(state: MemoryState, runtime: Runtime) -> dict:
+    # An async node, through runtime.store.
+    if state.get("remember"):
+        await runtime.store.aput(("memories",), state["remember"], {"text": state["remember"]})
+    return {}
+
+
+def _recall(state: MemoryState, store: BaseStore) -> dict:
+    # A sync node, through the `store` argument and get_store().
+    found = sorted(item.value["text"] for item in store.search(("memories",)))
+    return {"recalled": found, "same_store": get_store() is store}
+
+
+# Remembers `remember` in the run's store, then lists every memory of it (tests/agentserver/test_store_graphs.py).
+memory_graph = (StateGraph(MemoryState).add_node("remember", _remember).add_node("recall", _recall)
+                .add_edge(START, "remember").add_edge("remember", "recall").compile())

@@ -18,8 +18,8 @@ from tests.support_processes import wait_for
 pytestmark = pytest.mark.live
 
 
-def test_a_deployed_revision_answers_the_sdk_on_every_assistant_and_thread_operation(stack_factory, workspace,
-                                                                                      tmp_path):
+def test_a_deployed_revision_answers_the_sdk_on_every_assistant_thread_run_and_store_operation(
+        stack_factory, workspace, tmp_path):
     owner = api_key_create(workspaces=[workspace])[1]
     stack = stack_factory()
     api = Api(stack.url, owner)
@@ -34,6 +34,7 @@ def test_a_deployed_revision_answers_the_sdk_on_every_assistant_and_thread_opera
             scenarios.thread_lifecycle(client)
             scenarios.runs_lifecycle(client, custom_url, owner)
             scenarios.bad_input(client, custom_url, {"X-Api-Key": owner})
+            scenarios.store_lifecycle(client)
         finally:
             client.close()
 

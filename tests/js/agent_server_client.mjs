@@ -1,7 +1,7 @@
 // Drives our Agent Server API with LangChain's official JS client (@langchain/langgraph-sdk 1.9.24) in its default
 // mode: `new Client({apiUrl, apiKey})`, no custom transport. Prints one JSON report on stdout (the last line);
 // tests/agentserver/test_js_client.py and tests/deployments/test_live_js_clients.py run it; tests/agentserver/
-// support_js.py asserts on the report.
+// support_js.py asserts on the report. It also puts, reads, searches and deletes store items.
 //
 //   CHAT_API_URL=... CHAT_ASSISTANT=agent SLOW_API_URL=... SLOW_ASSISTANT=agent [AS_API_KEY=...] \
 //     node agent_server_client.mjs
@@ -103,7 +103,25 @@ async function cancelMidRun() {
                     thread_status: state.status };
 }
 
+// The store: put (twice: an update), get, search with a filter, list namespaces, delete.
+async function storeRoundTrip() {
+  const store = chat.client.store;
+  const root = `js-${Date.now()}`;
+  await store.putItem([root, "u1"], "prefs", { theme: "dark", size: 3 });
+  await store.putItem([root, "u1"], "prefs", { theme: "light", size: 5 });
+  await store.putItem([root, "u2"], "prefs", { theme: "dark", size: 1 });
+  const item = await store.getItem([root, "u1"], "prefs");
+  const found = await store.searchItems([root], { filter: { size: { $gte: 2 } } });
+  const namespaces = await store.listNamespaces({ prefix: [root], maxDepth: 2 });
+  await store.deleteItem([root, "u1"], "prefs");
+  report.store = {
+    root, item, found: found.items.map((i) => ({ namespace: i.namespace, key: i.key, value: i.value })),
+    namespaces: namespaces.namespaces, deleted: await store.getItem([root, "u1"], "prefs"),
+  };
+}
+
 try {
+  await storeRoundTrip();
   const thread = await createAndJoin();
   await streamModes(thread);
   await resumeAfterLastEventId();

@@ -20,9 +20,10 @@ from tests.support_processes import BASE_DIR
 
 pytestmark = pytest.mark.live
 JS_DIR = BASE_DIR / "tests" / "js"
-# Slow enough that "stop mid-run" always catches a subagent at work.
-chat_server = live_chat_server(CHAT_AGENT_DELAY_SCALE="0.5")
-run_scoped_server = live_chat_server(CHAT_AGENT_DELAY_SCALE="0.5", CHAT_REPLAY_SCOPE="run")
+# The examples' full latency: "stop mid-run" must catch a subagent at work even when the client's process waits for
+# a core (at half of it, a busy machine once let the run finish before the cancel arrived).
+chat_server = live_chat_server(CHAT_AGENT_DELAY_SCALE="1")
+run_scoped_server = live_chat_server(CHAT_AGENT_DELAY_SCALE="1", CHAT_REPLAY_SCOPE="run")
 
 
 def js_client_missing() -> str | None:

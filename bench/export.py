@@ -347,10 +347,11 @@ def main() -> None:
     parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/bench_export")
     parser.add_argument("--compression", choices=list(CODECS), default="gzip")
     parser.add_argument("--keep", action="store_true", help="Keep the temporary data directory.")
+    parser.add_argument("--port", type=int, default=0, help="The S3 server's port (default: any free one).")
     args = parser.parse_args()
 
     data_dir = tempfile.mkdtemp(prefix="bench-export-")
-    port = free_port()
+    port = args.port or free_port()
     moto = start_moto(port)
     env = environment(args, data_dir, f"http://127.0.0.1:{port}")
     if args.backend == "postgres":

@@ -6,9 +6,7 @@ import copy
 
 from rest_framework import serializers
 
-# Field state a copy must not share with its prototype: the fields a nested serializer bound to itself (it
-# binds its own, lazily), and the containers code may change in place on one serializer's field.
-_NOT_SHARED = ("fields",)
+# What a copy must not share with its prototype: the containers code may change in place on one serializer's field.
 _MUTABLE = (list, dict, set)
 
 
@@ -23,9 +21,9 @@ class CachedFieldsMixin:
     # declared fields (the prototypes, made by DRF's own deep copy and never bound or used), and an instance gets a
     # copy of each prototype's attributes: what DRF's deep copy gives, minus the second `__init__`. A copy shares
     # nothing an instance may change in place: its validators, error messages, style and mutable defaults are
-    # copies, a `child` field is copied and bound to the copy, and a nested serializer builds its own fields when
-    # first used (from prototypes too when its class has this mixin). Only for serializers whose fields are the
-    # declared ones (not ModelSerializer, which builds them from the model).
+    # copies, a `child` field is copied and its parent is the copy, and a nested serializer builds its own fields
+    # when first used (from prototypes too when its class has this mixin). Only for serializers whose fields are
+    # the declared ones (not ModelSerializer, which builds them from the model).
 
     _declared_fields: dict[str, serializers.Field]
 
@@ -33,25 +31,37 @@ class CachedFieldsMixin:
         cls = type(self)
         prototypes = cls.__dict__.get("_field_prototypes")  # the class's own, not a parent's
         if prototypes is None:
-            prototypes = copy.deepcopy(cls._declared_fields)
+            prototypes = {name: FieldPrototype(field) for name, field in copy.deepcopy(cls._declared_fields).items()}
             cls._field_prototypes = prototypes  # type: ignore[attr-defined]
-        return {name: copy_field(field) for name, field in prototypes.items()}
+        return {name: prototype.copy() for name, prototype in prototypes.items()}
 
 
-def copy_field(prototype: serializers.Field) -> serializers.Field:
-    """A new, unbound field with the prototype's attributes (see CachedFieldsMixin)."""
-    field = object.__new__(type(prototype))
-    state = {name: value.copy() if isinstance(value, _MUTABLE) else value
-             for name, value in prototype.__dict__.items() if name not in _NOT_SHARED}
-    if isinstance(state.get("default"), _MUTABLE):
-        state["default"] = copy.deepcopy(prototype.default)
-    field.__dict__.update(state)
-    child = state.get("child")
-    if isinstance(child, serializers.Field):  # ListField, DictField, ListSerializer: a child of the copy's own
-        # The prototype's child is bound already (its field name, source and label are ""): only its parent differs.
-        field.child = copy_field(child)  # type: ignore[attr-defined]
-        field.child.parent = field  # type: ignore[attr-defined]
-    return field
+class FieldPrototype:
+    """An unbound field and what copying it takes (worked out once): which attributes to copy, its child's copy."""
+
+    def __init__(self, field: serializers.Field):
+        assert "fields" not in field.__dict__, "a prototype serializer must not have bound its fields"
+        self.field = field
+        self.mutable = tuple(name for name, value in vars(field).items() if isinstance(value, _MUTABLE))
+        self.default_is_mutable = isinstance(getattr(field, "default", None), _MUTABLE)
+        child = getattr(field, "child", None)  # ListField, DictField, ListSerializer
+        self.child = FieldPrototype(child) if isinstance(child, serializers.Field) else None
+
+    def copy(self) -> serializers.Field:
+        field = object.__new__(type(self.field))
+        state = self.field.__dict__.copy()
+        for name in self.mutable:
+            state[name] = state[name].copy()
+        if self.default_is_mutable:
+            state["default"] = copy.deepcopy(self.field.default)
+        if self.child is not None:
+            # The prototype's child is bound already (its field name, source and label are ""): only its parent
+            # differs.
+            child = self.child.copy()
+            child.parent = field  # type: ignore[assignment]  # a ListField's child's parent is a field
+            state["child"] = child
+        field.__dict__.update(state)
+        return field
 
 
 class CachedFieldsSerializer(CachedFieldsMixin, serializers.Serializer):

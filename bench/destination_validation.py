@@ -40,6 +40,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--port", type=int, default=0, help="The S3 server's port (default: any free one).")
     args = parser.parse_args()
     configure_environment()
 
@@ -62,7 +63,7 @@ def main() -> None:
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     call_command("migrate", verbosity=0)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=args.port, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"

@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -347,10 +348,14 @@ def main() -> None:
     parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/bench_export")
     parser.add_argument("--compression", choices=list(CODECS), default="gzip")
     parser.add_argument("--keep", action="store_true", help="Keep the temporary data directory.")
+    parser.add_argument("--port", type=int, default=0, help="The S3 server's port (default: any free one).")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="Run ours and (a) this many times on the same rows, the first of the two alternating "
+                             "from round 2 on, and print the per-round ratios (a shared machine's load moves).")
     args = parser.parse_args()
 
     data_dir = tempfile.mkdtemp(prefix="bench-export-")
-    port = free_port()
+    port = args.port or free_port()
     moto = start_moto(port)
     env = environment(args, data_dir, f"http://127.0.0.1:{port}")
     if args.backend == "postgres":
@@ -373,6 +378,9 @@ def main() -> None:
         peer_b_result, peer_b_rss = run_child(
             [*me, "b", json.dumps({**info, "source_key": source_key}), args.compression], env)
         loads["b"] = os.getloadavg()
+        rounds = [(result, peer_a_result)]
+        for number in range(2, args.rounds + 1):
+            rounds.append(another_round(me, worker, env, info, args, number=number))
     finally:
         moto.terminate()
         moto.wait()
@@ -383,6 +391,32 @@ def main() -> None:
     assert result["rows"] == peer_a_result["rows"] == peer_b_result["rows"] == args.rows, (result, peer_a_result)
     assert distinct["distinct_ids"] == args.rows, distinct  # every run exported once
     report(args, result, ours_rss, peer_a_result, peer_a_rss, peer_b_result, peer_b_rss, idle_rss, loads)
+    if len(rounds) > 1:
+        ratios = [(o["rows"] / o["seconds"]) / (a["rows"] / a["seconds"]) for o, a in rounds]
+        print(f"  per-round ours / (a): {', '.join(f'{r:.2f}' for r in ratios)}; median "
+              f"{statistics.median(ratios):.2f} (round 1 as above; from round 2, (a) first in even rounds)")
+
+
+def another_round(me: list[str], worker: list[str], env: dict, info: dict, args, *, number: int):
+    """One more export by ours and one more run of (a), on the same rows; each checked for the row count."""
+    def ours_once() -> dict:
+        created, _ = run_child([*me, "create", json.dumps(info), args.compression], env)
+        run_child(worker, env)
+        return run_child([*me, "result", json.dumps(created), args.compression], env)[0]
+
+    def peer_once() -> dict:
+        return run_child([*me, "a", json.dumps(info), args.compression], env)[0]
+
+    peer_first = number % 2 == 0
+    if peer_first:
+        peer, ours_result = peer_once(), ours_once()
+    else:
+        ours_result, peer = ours_once(), peer_once()
+    assert ours_result["rows"] == peer["rows"] == args.rows, (ours_result["rows"], peer)
+    load = "/".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"  round {number}: ours {ours_result['rows'] / ours_result['seconds']:,.0f} rows/s, (a) "
+          f"{peer['rows'] / peer['seconds']:,.0f} rows/s ({'(a)' if peer_first else 'ours'} first), load {load}")
+    return ours_result, peer
 
 
 def recreate_database(url: str, create: bool = True) -> None:

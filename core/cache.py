@@ -4,8 +4,10 @@ Django's DatabaseCache swallows a failed `set` (it returns nothing either way), 
 silently stop counting. This one raises CacheWriteError instead; core.throttling lets the request through and logs.
 
 Django writes a key with SELECT, then UPDATE or INSERT, in a transaction of its own (BEGIN, COMMIT): five round
-trips with the size check, on every throttled request. Here `set` is one upsert (`INSERT … ON CONFLICT DO UPDATE`,
-which SQLite and PostgreSQL both have) after the same size check: the same row, two round trips.
+trips with the size check, on every throttled request. Here `set` replaces a key that is there with one UPDATE
+(replacing cannot grow the table, so it needs no size check); a new key gets the same size check and cull as
+Django's, then one upsert (`INSERT … ON CONFLICT DO UPDATE`, which SQLite and PostgreSQL both have): the same row,
+in one round trip for the throttle's usual write, three for its first.
 """
 
 from __future__ import annotations
@@ -44,26 +46,40 @@ class DatabaseCache(DjangoDatabaseCache):
         quote = connection.ops.quote_name
         table = quote(self._table)
         key_column, value_column, expires_column = (quote(name) for name in ("cache_key", "value", "expires"))
+        expires = datetime.max if timeout is None else datetime.fromtimestamp(
+            timeout, tz=UTC if settings.USE_TZ else None)
+        encoded = base64.b64encode(pickle.dumps(value, self.pickle_protocol)).decode("latin1")
+        expires_value = connection.ops.adapt_datetimefield_value(expires.replace(microsecond=0))
         with connection.cursor() as cursor:
-            # As Django's own set: cull before writing once the table holds more than MAX_ENTRIES.
+            # Usually the key is there already (a throttle's history): replacing it cannot grow the table, so it
+            # needs no count and no cull, and takes one statement.
+            update = f"UPDATE {table} SET {value_column} = %s, {expires_column} = %s WHERE {key_column} = %s"
+            replaced = self._execute(connection, db, cursor, update, [encoded, expires_value, key])
+            if replaced is None:
+                return False
+            if replaced:
+                return True
+            # As Django's own set: cull before adding a key once the table holds more than MAX_ENTRIES.
             cursor.execute(f"SELECT COUNT(*) FROM {table}")
             entries = cursor.fetchone()[0]
             if entries > self._max_entries:
                 self._cull(db, cursor, tz_now().replace(microsecond=0), entries)
-            expires = datetime.max if timeout is None else datetime.fromtimestamp(
-                timeout, tz=UTC if settings.USE_TZ else None)
-            encoded = base64.b64encode(pickle.dumps(value, self.pickle_protocol)).decode("latin1")
+            # An upsert: another process may have added the key since the UPDATE.
             sql = (f"INSERT INTO {table} ({key_column}, {value_column}, {expires_column}) VALUES (%s, %s, %s) "
                    f"ON CONFLICT ({key_column}) DO UPDATE SET {value_column} = EXCLUDED.{value_column}, "
                    f"{expires_column} = EXCLUDED.{expires_column}")
-            params = [key, encoded, connection.ops.adapt_datetimefield_value(expires.replace(microsecond=0))]
-            try:
-                if connection.in_atomic_block:
-                    # A savepoint, as Django's own set has: a failed write must not break the caller's transaction.
-                    with transaction.atomic(using=db):
-                        cursor.execute(sql, params)
-                else:
-                    cursor.execute(sql, params)  # one statement: atomic by itself
-            except DatabaseError:
-                return False
-        return True
+            return self._execute(connection, db, cursor, sql, [key, encoded, expires_value]) is not None
+
+    @staticmethod
+    def _execute(connection, db: str, cursor: CursorWrapper, sql: str, params: list) -> int | None:
+        """Run one write: the rows it changed, or None when the database refused it."""
+        try:
+            if connection.in_atomic_block:
+                # A savepoint, as Django's own set has: a failed write must not break the caller's transaction.
+                with transaction.atomic(using=db):
+                    cursor.execute(sql, params)
+            else:
+                cursor.execute(sql, params)  # one statement: atomic by itself
+        except DatabaseError:
+            return None
+        return cursor.rowcount

@@ -9,9 +9,10 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts.authentication import AMBIGUOUS_WORKSPACE
-from accounts.models import ApiKey
+from accounts.models import ApiKey, Workspace
 from accounts.permissions import ALL_PERMISSIONS, effective_permissions
-from accounts.services import api_key_create, api_key_revoke
+from accounts.selectors import api_key_authenticate
+from accounts.services import api_key_create, api_key_revoke, workspace_create
 
 pytestmark = pytest.mark.django_db
 
@@ -79,3 +80,31 @@ def test_workspaces_manage_grants_everything_and_manage_implies_read():
     assert effective_permissions(["workspaces:manage"]) == frozenset(ALL_PERMISSIONS)
     assert effective_permissions(["bulk-exports:manage"]) == {"bulk-exports:manage", "bulk-exports:read"}
     assert "deployments:manage" not in effective_permissions(["deployments:read"])
+
+
+def test_a_key_and_its_workspaces_are_read_in_one_query_with_the_values_the_orm_reads(
+        workspace, django_assert_num_queries):
+    later = workspace_create(name="b-later")
+    earlier = workspace_create(name="a-earlier")
+    expires = timezone.now() + timedelta(days=3)
+    created, raw = api_key_create(workspaces=[later, workspace, earlier], permissions=["tracing:read"], name="k",
+                                  expires_at=expires)
+    with django_assert_num_queries(1):
+        api_key = api_key_authenticate(raw_key=raw)
+        workspaces = list(api_key.workspaces.all())
+    stored = ApiKey.objects.get(pk=created.pk)
+    fields = [field.attname for field in ApiKey._meta.concrete_fields]
+    assert [getattr(api_key, name) for name in fields] == [getattr(stored, name) for name in fields]
+    assert api_key.permissions == ["tracing:read"] and api_key.expires_at == expires
+    assert workspaces == list(stored.workspaces.all()) == sorted([later, workspace, earlier], key=lambda w: w.name)
+    assert [(w.id, w.name, w.created_at) for w in workspaces] == [
+        (w.id, w.name, w.created_at) for w in Workspace.objects.filter(api_keys=stored)]
+    assert not api_key._state.adding and api_key.workspaces.filter(id=later.id).exists()
+
+
+def test_a_key_left_without_workspaces_authenticates_with_none(workspace):
+    api_key, raw = api_key_create(workspaces=[workspace])
+    api_key.workspaces.clear()
+    found = api_key_authenticate(raw_key=raw)
+    assert found == api_key and list(found.workspaces.all()) == []
+    assert api_key_authenticate(raw_key=raw[:-1] + ("x" if raw[-1] != "x" else "y")) is None

@@ -74,3 +74,23 @@ def test_a_refused_write_raises_and_leaves_the_callers_transaction_usable():
         with pytest.warns(Warning), pytest.raises(CacheWriteError):
             ours.set("k" * 300, "value")  # longer than the cache_key column
         assert Workspace.objects.count() >= 0  # the transaction still answers
+
+
+def test_replacing_a_key_is_one_statement_and_a_new_key_is_counted_first(django_assert_num_queries):
+    ours = cache()
+    with django_assert_num_queries(3) as new_key:  # UPDATE (nothing), COUNT, upsert
+        ours.set("throttle", [1.0], timeout=60)
+    assert "COUNT" in new_key.captured_queries[1]["sql"]
+    with django_assert_num_queries(1):
+        ours.set("throttle", [2.0, 1.0], timeout=60)
+    assert ours.get("throttle") == [2.0, 1.0] and len(stored_rows()) == 1
+
+
+def test_replacing_a_key_in_a_full_table_keeps_the_others():
+    ours = cache(MAX_ENTRIES=2, CULL_FREQUENCY=1)
+    for index in range(3):
+        ours.set(f"key-{index}", index, timeout=60)
+    kept = [row[0] for row in stored_rows()]
+    assert len(kept) == 3  # one over MAX_ENTRIES: the next new key would cull first
+    ours.set("key-0", "again", timeout=60)
+    assert [row[0] for row in stored_rows()] == kept and ours.get("key-0") == "again"

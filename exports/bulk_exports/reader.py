@@ -32,6 +32,7 @@ from tracing.selectors import export_queryset
 MIN_FETCH_ROWS, MAX_FETCH_ROWS = 16, 5000
 
 Cursor = tuple[datetime, uuid.UUID]
+CURSOR_FIELDS = ("start_time", "id")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -66,6 +67,13 @@ class PartitionReader:
         self.page_rows = max(1, page_rows)
         self.fetch_bytes = max(1, fetch_bytes)
         self.vendor = connection.vendor
+        # The keyset cursor comes from the row's exported start_time and id; a column the export leaves out is
+        # selected for the cursor alone, before the exported ones.
+        self.cursor_only = [name for name in CURSOR_FIELDS if name not in fields]
+        selected = [*self.cursor_only, *fields]
+        self.cursor_at = tuple(selected.index(name) for name in CURSOR_FIELDS)
+        self.sources = [parquet.select_sql(name, self.vendor) for name in selected]
+        self.to_batch = parquet.BatchConverter(fields, format_version, self.vendor, offset=len(self.cursor_only))
         self.fetch_rows = MIN_FETCH_ROWS
         self.row_bytes = 0  # Arrow bytes per row of the last fetch
 
@@ -95,9 +103,7 @@ class PartitionReader:
         trace_runs = export_queryset(session_id=self.session_id, start=self.start, end=self.end, after=after)
         if self.condition is not None:
             trace_runs = trace_runs.filter(self.condition)
-        # The first two columns are the (start_time, id) of the row (the cursor) in the database's own form.
-        sources = [*parquet.cursor_sql(self.vendor), *(parquet.select_sql(name, self.vendor) for name in self.fields)]
-        columns = {f"x{i}": RawSQL(sql, (), output_field=TextField()) for i, sql in enumerate(sources)}
+        columns = {f"x{i}": RawSQL(sql, (), output_field=TextField()) for i, sql in enumerate(self.sources)}
         trace_runs = trace_runs.annotate(**columns).values_list(*columns)[:self.page_rows]
         return trace_runs.query.sql_with_params()
 
@@ -109,7 +115,7 @@ class PartitionReader:
             if not rows:
                 page.last = True
                 break
-            batch = parquet.record_batch(rows, self.fields, self.format_version, self.vendor, offset=2)
+            batch = self.to_batch(rows)
             page.cursor = self._cursor(rows[-1])
             page.batches.append((batch, page.cursor))
             page.rows += len(rows)
@@ -126,9 +132,9 @@ class PartitionReader:
         return max(1, rows)
 
     def _cursor(self, row: tuple) -> Cursor:
-        start_time, run_id = row[0], row[1]
+        start_time, run_id = (row[i] for i in self.cursor_at)
         if isinstance(start_time, int):  # PostgreSQL: microseconds since the epoch
             start_time = EPOCH + timedelta(microseconds=start_time)
         else:  # SQLite: naive UTC text
             start_time = datetime.fromisoformat(start_time).replace(tzinfo=UTC)
-        return start_time, uuid.UUID(run_id)  # canonical text, or SQLite's 32 hex digits
+        return start_time, uuid.UUID(run_id)  # the exported (canonical) text

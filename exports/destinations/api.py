@@ -13,7 +13,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.serializers import StrictSerializer, validated
+from core.serializers import CachedFieldsSerializer, StrictSerializer, validated
 from exports.destinations import selectors, services
 from exports.destinations.models import Destination
 from exports.destinations.serializers import (
@@ -36,7 +36,7 @@ def _credentials(data: dict | None) -> dict | None:
     return {k: v for k, v in data.items() if v not in (None, "")}
 
 
-class DestinationOutputSerializer(serializers.Serializer):
+class DestinationOutputSerializer(CachedFieldsSerializer):
     destination_type = serializers.CharField()
     display_name = serializers.CharField()
     config = S3ConfigOutputSerializer()
@@ -64,7 +64,7 @@ class DestinationListApi(APIView):
 class DestinationCreateApi(APIView):
     required_permission = "bulk-exports:manage"
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(CachedFieldsSerializer):
         destination_type = serializers.ChoiceField(choices=Destination.Type.choices, default=Destination.Type.S3,
                                                    allow_null=True)
         display_name = serializers.RegexField(r"^[a-zA-Z0-9\-_ ']+$", max_length=255)

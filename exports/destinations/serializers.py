@@ -14,7 +14,7 @@ from botocore.exceptions import InvalidRegionError
 from botocore.utils import validate_region_name
 from rest_framework import serializers
 
-from core.serializers import StrictSerializer
+from core.serializers import CachedFieldsSerializer, StrictSerializer
 from exports.storage import ADDRESSING_STYLES, US_EAST_1_ENDPOINTS
 
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
@@ -144,7 +144,7 @@ class S3CredentialsInputSerializer(StrictSerializer):
         ref_name = "BulkExportDestinationS3Credentials"
 
 
-class ConfigKwargsS3OutputSerializer(serializers.Serializer):
+class ConfigKwargsS3OutputSerializer(CachedFieldsSerializer):
     addressing_style = serializers.CharField()
     payload_signing_enabled = serializers.BooleanField(required=False)
     us_east_1_regional_endpoint = serializers.CharField(required=False)
@@ -153,7 +153,7 @@ class ConfigKwargsS3OutputSerializer(serializers.Serializer):
         ref_name = "BotocoreS3ConfigOut"
 
 
-class S3ConfigOutputSerializer(serializers.Serializer):
+class S3ConfigOutputSerializer(CachedFieldsSerializer):
     bucket_name = serializers.CharField()
     prefix = serializers.CharField(allow_blank=True)
     region = serializers.CharField(allow_null=True)

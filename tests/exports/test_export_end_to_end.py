@@ -81,3 +81,22 @@ def test_export_fields_and_v2_beta_timestamps(api_client, workspace, project, s3
     assert parquet.schema_arrow.field("start_time").type == pa.timestamp("us", tz="UTC")
     assert parquet.metadata.row_group(0).column(0).compression == "UNCOMPRESSED"
     assert parquet.read().column("start_time")[0].as_py() == DAY1
+
+
+@pytest.mark.parametrize("fields", [["name"], ["name", "start_time"], ["id", "name"], ["start_time", "name", "id"]])
+def test_pages_resume_after_the_right_run_whether_or_not_start_time_and_id_are_exported(
+        api_client, workspace, project, s3, writer, settings, fields):
+    # The keyset cursor is taken from the exported start_time and id, or from columns selected for it alone.
+    settings.EXPORT_BATCH_ROWS = 3
+    runs = seed_trace_runs(workspace, project, days=1, per_day=10)
+    destination = create_destination(api_client, s3, writer)
+    export = create_export(api_client, destination, project, days=1, export_fields=fields, compression="none")
+    drain()
+    table = read_parquet(s3, object_key(export, workspace, project, DAY1, 0)).read()
+    assert table.column_names == fields
+    assert table.column("name").to_pylist() == [run.name for run in runs]
+    if "id" in fields:
+        assert table.column("id").to_pylist() == [str(run.id) for run in runs]
+    result = export_runs_of(api_client, export["id"])[0]["metadata"]["result"]
+    assert result["rows_written"] == 10
+    assert result["latest_cursor"] == f"{runs[-1].start_time.isoformat()},{runs[-1].id}"

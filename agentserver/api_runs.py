@@ -48,20 +48,17 @@ def _abandon(run, on_disconnect: str | None):
     return cancel
 
 
-async def _finish_temporary(run_id) -> None:
-    run = await db_executor.run(selectors.run_by_id, run_id=run_id)
-    if run is not None:
-        await db_executor.run(services.run_finish_temporary, run=run)
-
-
 def _after_stream(run):
-    """What a streaming or waiting request does once its run ended: remove a stateless run's temporary thread."""
-    return (lambda: _finish_temporary(run.pk)) if (run.kwargs or {}).get("temporary") else None
+    """What a streaming or waiting request does once its run ended: remove a stateless run's temporary thread
+    (whatever is left of it: run_finish_temporary needs only the run's id, thread and kwargs, which do not change)."""
+    if not (run.kwargs or {}).get("temporary"):
+        return None
+    return lambda: db_executor.run(services.run_finish_temporary, run=run)
 
 
 async def _result_of(run_id) -> dict:
     """The ended chat run's result, read again (the run object a view holds is from before it ended)."""
-    return await db_executor.run(selectors.run_result, run=await db_executor.run(selectors.run_by_id, run_id=run_id))
+    return await db_executor.run(selectors.run_result_by_id, run_id=run_id)
 
 
 def _result_stream(run, on_disconnect: str | None):

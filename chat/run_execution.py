@@ -320,8 +320,9 @@ async def _finish(request: RunRequest, writer: EventWriter, status: str, error: 
     if last is not None:
         hubs.deliver(request.thread_id, last)
         await publish(request.thread_id, last[-1].seq)
-    with contextlib.suppress(Exception):
-        await db_executor.run(services.events_enforce_retention, thread_id=request.thread_id)
+    if not request.kwargs.get("temporary"):  # a stateless run's thread has this one run, which retention keeps
+        with contextlib.suppress(Exception):
+            await db_executor.run(services.events_enforce_retention, thread_id=request.thread_id)
     return status
 
 

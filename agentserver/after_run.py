@@ -67,6 +67,4 @@ async def remove_temporary_thread(request, status: str) -> None:
     if request.kind != "agent_server" or not (request.kwargs or {}).get("temporary"):
         return
     await asyncio.sleep(TEMPORARY_GRACE_SECONDS)
-    run = await db_executor.run(ChatRun.objects.filter(pk=request.run_id).first)
-    if run is not None:
-        await db_executor.run(services.run_finish_temporary, run=run)
+    await db_executor.run(services.run_finish_temporary_if_left, run_id=request.run_id, thread_id=request.thread_id)

@@ -23,6 +23,9 @@ _BUMP = f"UPDATE {_THREAD} SET last_seq = last_seq + %s WHERE id = %s RETURNING 
 _RUN_HAS_STATUS = f"SELECT 1 FROM {_RUN} WHERE id = %s AND status = %s"
 _INSERT = (f"INSERT INTO {_EVENT} (thread_id, run_id, seq, channel, namespace, payload) "
            f"VALUES (%s, %s, %s, %s, %s, %s)")
+_RUN_STATE = f"SELECT thread_id, status, error FROM {_RUN} WHERE id = %s"
+_RUN_FRAMES = (f"SELECT payload FROM {_EVENT} WHERE thread_id = %s AND run_id = %s AND channel = %s "
+               f"ORDER BY seq")
 _CURSOR_STATE = f"SELECT last_seq, expired_through_seq FROM {_THREAD} WHERE id = %s"
 _AFTER = (f"SELECT seq, channel, namespace, payload FROM {_EVENT} WHERE thread_id = %s AND seq > %s "
           f"ORDER BY seq LIMIT %s")
@@ -68,3 +71,17 @@ def events_after(*, thread_id: str, after_seq: int, limit: int) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(_AFTER, [thread_id, after_seq, limit])
         return cursor.fetchall()
+
+
+def run_state(*, run_id: uuid.UUID | str) -> tuple[str, str, str] | None:
+    """(thread id, status, error) of the run, or None when there is no such run."""
+    with connection.cursor() as cursor:
+        cursor.execute(_RUN_STATE, [run_id_value(run_id)])
+        return cursor.fetchone()
+
+
+def run_frame_payloads(*, thread_id: str, run_id: uuid.UUID | str, channel: str) -> list[str]:
+    """The payloads of the run's events on `channel` (its Agent Server frames), oldest first."""
+    with connection.cursor() as cursor:
+        cursor.execute(_RUN_FRAMES, [thread_id, run_id_value(run_id), channel])
+        return [payload for (payload,) in cursor.fetchall()]

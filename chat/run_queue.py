@@ -24,9 +24,9 @@ from django.conf import settings
 from django.db import IntegrityError, connection, connections, transaction
 from django.utils import timezone
 
-from chat import db_executor, services
+from chat import db_executor, event_sql, services
 from chat.hub import wait_event
-from chat.models import ChatRun
+from chat.models import ChatRun, ChatThread
 from chat.run_execution import RunRequest, runs
 from core import processes
 
@@ -62,9 +62,9 @@ def _claim_candidates(limit: int) -> list[tuple[uuid.UUID, str]]:
         return [(uuid.UUID(str(run_id)), thread_id) for run_id, thread_id in cursor.fetchall()]
 
 
-def runs_claim(*, limit: int) -> list[ChatRun]:
+def runs_claim(*, limit: int) -> list[tuple[ChatRun, uuid.UUID | None]]:
     """Mark up to `limit` of the oldest claimable pending runs (one per thread) running for this process, in one
-    transaction; those runs with their threads, oldest first."""
+    transaction; those runs with their thread's workspace id, oldest first."""
     claimed: list[uuid.UUID] = []
     threads: set[str] = set()
     candidates = _claim_candidates(limit)
@@ -89,13 +89,23 @@ def runs_claim(*, limit: int) -> list[ChatRun]:
                 threads.add(thread_id)
     if not claimed:
         return []
-    return list(ChatRun.objects.select_related("thread").filter(pk__in=claimed).order_by("created_at"))
+    # Written out: the ORM's select_related compiled for longer than the claim took.
+    sql = (f"SELECT r.*, t.workspace_id AS thread_workspace_id FROM {ChatRun._meta.db_table} r "
+           f"JOIN {ChatThread._meta.db_table} t ON t.id = r.thread_id "
+           f"WHERE r.id IN ({', '.join(['%s'] * len(claimed))}) ORDER BY r.created_at")
+    runs = ChatRun.objects.raw(sql, [event_sql.run_id_value(run_id) for run_id in claimed])
+    return [(run, _workspace_id(getattr(run, "thread_workspace_id"))) for run in runs]  # noqa: B009 - raw column
 
 
-def request_for(run: ChatRun) -> RunRequest:
-    """What the runner needs to execute a claimed run (read with its thread)."""
+def _workspace_id(value) -> uuid.UUID | None:
+    # SQLite holds a uuid as 32 hex digits, PostgreSQL as a uuid.
+    return None if value is None else uuid.UUID(str(value))
+
+
+def request_for(run: ChatRun, workspace_id: uuid.UUID | None) -> RunRequest:
+    """What the runner needs to execute a claimed run of a thread of this workspace (None: of no workspace)."""
     kwargs = run.kwargs or {}
-    workspace_id = run.thread.workspace_id or services.chat_workspace_id()
+    workspace_id = workspace_id or services.chat_workspace_id()
     return RunRequest(thread_id=run.thread_id, run_id=run.pk, input=kwargs.get("input"),
                       checkpoint_id=(kwargs.get("checkpoint") or {}).get("checkpoint_id"),
                       metadata=run.metadata or {}, tracing_workspace_id=workspace_id,
@@ -104,7 +114,7 @@ def request_for(run: ChatRun) -> RunRequest:
 
 def claim_requests(*, limit: int) -> list[RunRequest]:
     """Claim up to `limit` runs (runs_claim) and say how to execute them, in one hop of the database threads."""
-    return [request_for(run) for run in runs_claim(limit=limit)]
+    return [request_for(run, workspace_id) for run, workspace_id in runs_claim(limit=limit)]
 
 
 # --- The executor (one per process and event loop) ----------------------------------------------------------------

@@ -19,7 +19,6 @@ from agentserver import selectors
 from agentserver.graphs import served_graph_ids
 from agentserver.models import Assistant, AssistantVersion
 from agentserver.state import state_update
-from chat import event_sql
 from chat import services as chat_services
 from chat.access import Caller
 from chat.graph_runtime import get_checkpointer
@@ -474,23 +473,3 @@ def runs_cancel_many(*, caller: Caller, thread_id: str | None, run_ids: list[str
     if not found:
         raise NotFound("No matching runs to cancel. Check that the runs exist and are pending or running.")
     return [run for run in found if not _cancel_now(run=run, rollback=rollback)]
-
-
-def run_finish_temporary(*, run: ChatRun) -> None:
-    """After a stateless run with `on_completion: delete` ended: delete its thread."""
-    if (run.kwargs or {}).get("temporary"):
-        _temporary_thread_delete(thread_id=run.thread_id)
-
-
-def run_finish_temporary_if_left(*, run_id: uuid.UUID, thread_id: str) -> None:
-    """`run_finish_temporary` for a stateless run (`on_completion: delete`) whose thread no waiting request removed:
-    nothing but one read when one did."""
-    if event_sql.run_state(run_id=run_id) is not None:
-        _temporary_thread_delete(thread_id=thread_id)
-
-
-def _temporary_thread_delete(*, thread_id: str) -> None:
-    # One write transaction, not one per table: on SQLite every transaction queues for the single write lock.
-    with transaction.atomic():
-        get_checkpointer().delete_thread(thread_id)
-        chat_services.thread_delete_by_id(thread_id=thread_id)

@@ -1,16 +1,21 @@
 """What happens after an Agent Server chat run ended (chat.run_execution.AFTER_RUN hooks, registered in apps.py):
-the run's webhook is called, and a stateless run's temporary thread is removed."""
+the run's webhook is called, and a stateless run's temporary thread is removed (by the request waiting for the run,
+or else by the hook a few seconds later)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 
+from django.db import transaction
 from django.utils import timezone
 
-from agentserver import selectors, services
+from agentserver import selectors
 from agentserver.serializers import RunOutputSerializer
-from chat import db_executor
+from chat import db_executor, event_sql
+from chat import services as chat_services
+from chat.graph_runtime import get_checkpointer
 from chat.models import ChatRun, ChatThread
 from chat.wire import dumps
 from core import egress
@@ -67,6 +72,37 @@ async def remove_temporary_thread(request, status: str) -> None:
     if request.kind != "agent_server" or not (request.kwargs or {}).get("temporary"):
         return
     await asyncio.sleep(TEMPORARY_GRACE_SECONDS)
-    run = await db_executor.run(ChatRun.objects.filter(pk=request.run_id).first)
-    if run is not None:
-        await db_executor.run(services.run_finish_temporary, run=run)
+    await db_executor.run(run_finish_temporary_if_left, run_id=request.run_id, thread_id=request.thread_id)
+
+
+# --- A stateless run's temporary thread (`on_completion: delete`) ---------------------------------------------
+def run_finish_temporary(*, run: ChatRun) -> None:
+    """After a stateless run with `on_completion: delete` ended: delete its thread."""
+    if (run.kwargs or {}).get("temporary"):
+        _temporary_thread_delete(thread_id=run.thread_id)
+
+
+def run_result_then_finish_temporary(*, run: ChatRun) -> dict:
+    """What a request waiting for a stateless run does once it ended: read its result (selectors.run_result_by_id),
+    then remove its temporary thread; a failure to remove it leaves it to the after-run hook."""
+    result = selectors.run_result_by_id(run_id=run.pk)
+    try:
+        run_finish_temporary(run=run)
+    except Exception:
+        log.warning("the temporary thread of run %s was not removed; the after-run hook retries", run.pk,
+                    exc_info=True)
+    return result
+
+
+def run_finish_temporary_if_left(*, run_id: uuid.UUID, thread_id: str) -> None:
+    """`run_finish_temporary` for a stateless run whose thread no waiting request removed: only one read when one
+    did."""
+    if event_sql.run_state(run_id=run_id) is not None:
+        _temporary_thread_delete(thread_id=thread_id)
+
+
+def _temporary_thread_delete(*, thread_id: str) -> None:
+    # One write transaction, not one per table: on SQLite every transaction queues for the single write lock.
+    with transaction.atomic():
+        get_checkpointer().delete_thread(thread_id)
+        chat_services.thread_delete_by_id(thread_id=thread_id)

@@ -14,7 +14,7 @@ from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from agentserver import selectors, services, streams
+from agentserver import after_run, selectors, services, streams
 from agentserver.http import AgentServerApi, query_flag
 from agentserver.serializers import RunCreateSerializer, RunOutputSerializer
 from chat import db_executor
@@ -48,29 +48,29 @@ def _abandon(run, on_disconnect: str | None):
     return cancel
 
 
-async def _finish_temporary(run_id) -> None:
-    run = await db_executor.run(selectors.run_by_id, run_id=run_id)
-    if run is not None:
-        await db_executor.run(services.run_finish_temporary, run=run)
-
-
 def _after_stream(run):
-    """What a streaming or waiting request does once its run ended: remove a stateless run's temporary thread."""
-    return (lambda: _finish_temporary(run.pk)) if (run.kwargs or {}).get("temporary") else None
+    """What a streaming or waiting request does once its run ended: remove a stateless run's temporary thread
+    (whatever is left of it: run_finish_temporary needs only the run's id, thread and kwargs, which do not change)."""
+    if not (run.kwargs or {}).get("temporary"):
+        return None
+    return lambda: db_executor.run(after_run.run_finish_temporary, run=run)
 
 
 async def _result_of(run_id) -> dict:
     """The ended chat run's result, read again (the run object a view holds is from before it ended)."""
-    return await db_executor.run(selectors.run_result, run=await db_executor.run(selectors.run_by_id, run_id=run_id))
+    return await db_executor.run(selectors.run_result_by_id, run_id=run_id)
 
 
 def _result_stream(run, on_disconnect: str | None):
     async def result() -> dict:
+        if (run.kwargs or {}).get("temporary"):
+            # The result, then the temporary thread removed, in one trip to the database thread: the thread is
+            # gone when the answer arrives.
+            return await db_executor.run(after_run.run_result_then_finish_temporary, run=run)
         return await _result_of(run.pk)
 
     return streams.result_after_end(run.thread_id, str(run.pk), since=run.start_seq, result=result,
-                                    on_abandon=_abandon(run, on_disconnect), after=_after_stream(run),
-                                    watch_status=run.kind == "protocol")
+                                    on_abandon=_abandon(run, on_disconnect), watch_status=run.kind == "protocol")
 
 
 class _RunCreateBase(AgentServerApi):

@@ -4,17 +4,20 @@ chat runs."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, cast
 
 import orjson
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Field, QuerySet
 
 from agentserver.graphs import served_graph_ids
 from agentserver.models import Assistant, AssistantVersion
 from agentserver.state import snapshot_get
+from chat import event_sql
 from chat.access import Caller
+from chat.frames import frame_channel
 from chat.graph_runtime import ServedGraph, get_served_graph
 from chat.models import ChatEvent, ChatRun, ChatThread
 from chat.services import thread_owned_by
@@ -64,10 +67,29 @@ def assistant_not_found(assistant_id: uuid.UUID | str) -> NotFound:
 
 def assistant_get(*, caller: Caller, assistant_id: uuid.UUID) -> Assistant:
     """Raises NotFound: missing, someone else's, or of a graph not served here (one answer for all three)."""
-    found = assistants_for_caller(caller=caller).filter(assistant_id=assistant_id).first()
+    graphs = served_graph_ids()
+    if not graphs:
+        raise assistant_not_found(assistant_id)
+    # Written out (the same rows as assistants_for_caller): every run looks its assistant up, and building the
+    # query through the ORM cost several times running it. At most one row: one per owner and id.
+    owner = caller.owner_filter
+    where = ["owner_kind = %s", "assistant_id = %s", f"graph_id IN ({', '.join(['%s'] * len(graphs))})"]
+    params = [owner["owner_kind"], _ASSISTANT_ID.get_db_prep_value(assistant_id, connection), *graphs]
+    for column, field in (("workspace_id", _WORKSPACE), ("user_id", _USER)):
+        if owner[column] is None:
+            where.append(f"{column} IS NULL")
+        else:
+            where.append(f"{column} = %s")
+            params.append(field.get_db_prep_value(owner[column], connection))
+    sql = f"SELECT * FROM {Assistant._meta.db_table} WHERE {' AND '.join(where)}"
+    found = next(iter(Assistant.objects.raw(sql, params)), None)
     if found is None:
         raise assistant_not_found(assistant_id)
     return found
+
+
+_ASSISTANT_ID, _WORKSPACE, _USER = (cast(Field, Assistant._meta.get_field(name))
+                                    for name in ("assistant_id", "workspace", "user"))
 
 
 def assistant_search(*, caller: Caller, graph_id: str | None = None, metadata: dict | None = None,
@@ -205,13 +227,28 @@ def run_list(*, caller: Caller, thread_id: str, limit: int, offset: int, status:
     return list(rows.order_by("-created_at", "-pk")[offset:offset + limit])
 
 
+def run_result_by_id(*, run_id: uuid.UUID | str) -> dict[str, Any]:
+    """`run_result` of the run as stored now, in two written-out statements: every runs.wait reads it."""
+    run_id = uuid.UUID(str(run_id))
+    state = event_sql.run_state(run_id=run_id)
+    if state is None:
+        raise NotFound(f"Run {run_id} not found")
+    thread_id, status, error = state
+    payloads = event_sql.run_frame_payloads(thread_id=thread_id, run_id=run_id, channel=frame_channel(run_id))
+    return _result(thread_id=thread_id, status=status, error=error, payloads=payloads)
+
+
 def run_result(*, run: ChatRun) -> dict[str, Any]:
     """What `runs.wait` and `runs.join` answer for an ended run: its last values (or interrupt), `__error__` for
     a failure, the thread's values when the run streamed none."""
-    channel = f"as:{run.pk}"
+    rows = ChatEvent.objects.filter(thread_id=run.thread_id, run=run, channel=frame_channel(run.pk)).order_by("seq")
+    return _result(thread_id=run.thread_id, status=run.status, error=run.error,
+                   payloads=rows.values_list("payload", flat=True))
+
+
+def _result(*, thread_id: str, status: str, error: str, payloads: Iterable[str]) -> dict[str, Any]:
     latest, interrupts = None, None
-    rows = ChatEvent.objects.filter(thread_id=run.thread_id, run=run, channel=channel).order_by("seq")
-    for payload in rows.values_list("payload", flat=True):
+    for payload in payloads:
         head, _, data = payload.partition("\ndata: ")
         name = head.removeprefix("event: ")
         if name == "error":
@@ -220,12 +257,12 @@ def run_result(*, run: ChatRun) -> dict[str, Any]:
             latest = orjson.loads(data)
             if isinstance(latest, dict) and "__interrupt__" in latest:
                 interrupts = latest
-    if run.status == ChatRun.Status.FAILED:
-        return {"__error__": error_body("RunError", run.error)}
+    if status == ChatRun.Status.FAILED:
+        return {"__error__": error_body("RunError", error)}
     if interrupts is not None:
         return interrupts
     if latest is not None:
         return latest
-    thread = ChatThread.objects.filter(pk=run.thread_id).first()
+    thread = ChatThread.objects.filter(pk=thread_id).first()
     view = thread_view(thread) if thread is not None else None
     return (view or {}).get("values") or {}

@@ -327,11 +327,16 @@ def _run_metadata(*, assistant: Assistant, thread: ChatThread, created: bool, da
             **(data.get("metadata") or {}), "assistant_id": str(assistant.assistant_id)}
 
 
-def _thread_for(*, caller: Caller, thread_id: str | None, data: dict) -> tuple[ChatThread, bool, bool]:
-    """(The run's thread, whether it is temporary, whether the run created it.)"""
-    if thread_id is None:
-        created = ChatThread.objects.create(id=str(uuid.uuid4()), **caller.owner_fields)
-        return created, data.get("on_completion", "delete") == "delete", True
+def _new_thread(*, caller: Caller, assistant: Assistant, data: dict) -> tuple[ChatThread, bool, bool]:
+    """A stateless run's thread, created as `_remember_graph` would leave it (one statement instead of two);
+    (the thread, whether it is temporary, True: the run created it)."""
+    thread = ChatThread.objects.create(id=str(uuid.uuid4()), **caller.owner_fields, metadata=_graph_marks(assistant),
+                                       has_state=True, graph_name=assistant.graph_id)
+    return thread, data.get("on_completion", "delete") == "delete", True
+
+
+def _thread_for(*, caller: Caller, thread_id: str, data: dict) -> tuple[ChatThread, bool, bool]:
+    """(The run's thread on a given thread id, whether it is temporary (never), whether the run created it.)"""
     thread = ChatThread.objects.filter(pk=thread_id).first()
     if thread is None and data.get("if_not_exists") == "create":
         return chat_services.thread_claim(thread_id=thread_id, caller=caller), False, True
@@ -360,11 +365,17 @@ def run_create(*, caller: Caller, thread_id: str | None, data: dict) -> tuple[Ch
     _check_body(data)
     assistant = _assistant_for(caller=caller, raw=str(data["assistant_id"]))
     config, context = _run_config(assistant, data)
+    strategy = data.get("multitask_strategy") or "enqueue"
     with transaction.atomic():
-        thread, temporary, created = _thread_for(caller=caller, thread_id=thread_id, data=data)
-        ChatThread.objects.select_for_update().filter(pk=thread.pk).first()
-        strategy = data.get("multitask_strategy") or "enqueue"
-        cancelling = _make_room(thread=thread, strategy=strategy)
+        if thread_id is None:
+            # A stateless run's own new thread: nothing to lock, no run to make room for, an empty event log.
+            thread, temporary, created = _new_thread(caller=caller, assistant=assistant, data=data)
+            cancelling, start_seq = [], 0
+        else:
+            thread, temporary, created = _thread_for(caller=caller, thread_id=thread_id, data=data)
+            ChatThread.objects.select_for_update().filter(pk=thread.pk).first()
+            cancelling = _make_room(thread=thread, strategy=strategy)
+            start_seq = _last_seq(thread)
         checkpoint = dict(data.get("checkpoint") or {})
         if data.get("checkpoint_id"):
             checkpoint["checkpoint_id"] = data["checkpoint_id"]
@@ -385,9 +396,10 @@ def run_create(*, caller: Caller, thread_id: str | None, data: dict) -> tuple[Ch
         run = ChatRun.objects.create(
             id=run_id, thread=thread, status=ChatRun.Status.PENDING, kind="agent_server",
             graph_name=assistant.graph_id, assistant_id=str(assistant.assistant_id), kwargs=kwargs,
-            metadata=metadata, multitask_strategy=strategy, start_seq=_last_seq(thread),
+            metadata=metadata, multitask_strategy=strategy, start_seq=start_seq,
             available_at=timezone.now() + timedelta(seconds=after) if after else None)
-        _remember_graph(thread=thread, assistant=assistant)
+        if thread_id is not None:
+            _remember_graph(thread=thread, assistant=assistant)
         transaction.on_commit(notify_executors)
     return run, cancelling
 
@@ -402,10 +414,13 @@ def _last_seq(thread: ChatThread) -> int:
     return ChatThread.objects.filter(pk=thread.pk).values_list("last_seq", flat=True).get()
 
 
+def _graph_marks(assistant: Assistant) -> dict:
+    return {"graph_id": assistant.graph_id, "assistant_id": str(assistant.assistant_id)}
+
+
 def _remember_graph(*, thread: ChatThread, assistant: Assistant) -> None:
     """A run adds graph_id and assistant_id to its thread's metadata, as on the Agent Server."""
-    metadata = {**(thread.metadata or {}), "graph_id": assistant.graph_id,
-                "assistant_id": str(assistant.assistant_id)}
+    metadata = {**(thread.metadata or {}), **_graph_marks(assistant)}
     ChatThread.objects.filter(pk=thread.pk).update(metadata=metadata, has_state=True, graph_name=assistant.graph_id,
                                                    updated_at=timezone.now())
     thread.metadata = metadata
@@ -458,15 +473,3 @@ def runs_cancel_many(*, caller: Caller, thread_id: str | None, run_ids: list[str
     if not found:
         raise NotFound("No matching runs to cancel. Check that the runs exist and are pending or running.")
     return [run for run in found if not _cancel_now(run=run, rollback=rollback)]
-
-
-def run_finish_temporary(*, run: ChatRun) -> None:
-    """After a stateless run with `on_completion: delete` ended: delete its thread."""
-    if not (run.kwargs or {}).get("temporary"):
-        return
-    # One write transaction, not one per table: on SQLite every transaction queues for the single write lock.
-    with transaction.atomic():
-        thread = ChatThread.objects.filter(pk=run.thread_id).first()
-        if thread is not None:
-            get_checkpointer().delete_thread(thread.id)
-            chat_services.thread_delete(thread=thread)

@@ -6,7 +6,8 @@ such thread. Woken up, a hub reads the new events from the store once, in seq or
 frames to every matching subscriber: readers cost one query per batch, whatever their number, and a lost group
 message loses nothing. Every CHAT_STORE_POLL_SECONDS one query also compares the watched threads' last seq with
 what their hubs have seen, which is how a run in another process shows up with the in-memory layer and how a
-dropped wake-up is recovered. Events stored by a run of this process are handed to its hub directly.
+dropped wake-up is recovered. Events stored by a run of this process are handed to its hub directly; with the
+in-memory layer, which reaches no other process, wake-ups go straight to this process's hubs too.
 
 A run whose end cannot be stored (a full disk) hands its terminal event to the hubs from memory instead: directly
 in its own process, and in the wake-up message (payload included) to the others; a hub dispatches it once it has
@@ -20,7 +21,7 @@ import contextlib
 import hashlib
 import logging
 
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
 
 from chat import db_executor
@@ -65,8 +66,8 @@ async def publish_unstored(thread_id: str, events: list[StoredEvent]) -> None:
     process's hub, which also gets them directly.
     """
     layer = get_channel_layer()
-    if layer is None or not events:
-        return
+    if layer is None or not events or _local_only(layer):
+        return  # an in-memory layer reaches only this process, whose hub the caller gave them directly
     message = {"type": WAKE_TYPE, "thread": thread_id, "seq": events[-1].seq,
                "unstored": [[e.seq, e.channel, list(e.namespace), e.payload.decode()] for e in events]}
     try:
@@ -80,11 +81,20 @@ async def publish(thread_id: str, seq: int) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
+    if _local_only(layer):
+        hubs.woken(thread_id, seq)
+        return
     try:
         await layer.group_send(group_name(thread_id), {"type": WAKE_TYPE, "thread": thread_id, "seq": seq})
     except Exception:
         log.warning("wake-up for thread %s (seq %s) not sent; subscribers will find it by polling", thread_id, seq,
                     exc_info=True)
+
+
+def _local_only(layer) -> bool:
+    """An in-memory channel layer reaches only this process's hubs: they are woken directly, without the layer's
+    group message and the listener's receive (each a few task switches per stored batch)."""
+    return isinstance(layer, InMemoryChannelLayer)
 
 
 class FrameBatch:
@@ -198,7 +208,8 @@ class ThreadHub:
         self.last_seq = 0
         # Subscribers grouped by filter: an event is matched once per distinct filter, not once per subscriber.
         self.groups: dict[tuple, FilterGroup] = {}
-        self.ready: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.loop = asyncio.get_running_loop()
+        self.ready: asyncio.Future = self.loop.create_future()
         # Events that exist only in memory (the store refused them), dispatched once the store is read up to them.
         self.unstored: list[StoredEvent] = []
         self._wake = asyncio.Event()
@@ -323,14 +334,14 @@ class ProcessListener:
 
     async def join(self, thread_id: str) -> None:
         layer = get_channel_layer()
-        if layer is None:
+        if layer is None or _local_only(layer):
             return
         channel = await self._ensure_started(layer)
         await layer.group_add(group_name(thread_id), channel)
 
     async def leave(self, thread_id: str) -> None:
         layer = get_channel_layer()
-        if layer is None or self.channel is None or self.loop is not asyncio.get_running_loop():
+        if layer is None or _local_only(layer) or self.channel is None or self.loop is not asyncio.get_running_loop():
             return
         if thread_id in hubs.hubs:
             # A new hub for the thread joined meanwhile: its membership is the same group entry.
@@ -442,6 +453,21 @@ class HubRegistry:
         hub = self.hubs.get(thread_id)
         if hub is not None:
             hub.deliver(events)
+
+    def woken(self, thread_id: str, seq: int) -> None:
+        """The thread's events up to `seq` are stored: its hub reads what it has not seen (from any thread)."""
+        hub = self.hubs.get(thread_id)
+        if hub is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if hub.loop is running:
+            hub.woken(seq)
+        else:
+            with contextlib.suppress(RuntimeError):  # its loop is closed: nobody is listening
+                hub.loop.call_soon_threadsafe(hub.woken, seq)
 
     def deliver_unstored(self, thread_id: str, events: list[StoredEvent]) -> None:
         hub = self.hubs.get(thread_id)

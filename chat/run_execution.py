@@ -29,7 +29,7 @@ from chat import db_executor, run_hooks, services
 from chat.conversion import EventConverter
 from chat.frames import Frame, end_frame
 from chat.graph_runtime import ServedGraph, get_served_graph
-from chat.hub import hubs, publish, publish_unstored
+from chat.hub import hubs, publish, publish_unstored, wait_event
 from chat.interrupts import checkpoint_interrupts
 from chat.models import ChatRun
 from chat.selectors import thread_cursor_state
@@ -45,6 +45,9 @@ warnings.filterwarnings("ignore", category=LangChainBetaWarning)
 
 MAX_BATCH = 1000
 CANCEL_POLL_SECONDS = 0.5
+# An Agent Server run's `running` event and `metadata` frame wait this long at most for the graph's first output, to
+# be stored with it: one transaction less per run, a first frame a few milliseconds later.
+FIRST_BATCH_HOLD_SECONDS = 0.05
 # A run whose end could not be stored (full disk) retries, backing off up to this delay, for at most this long.
 END_RETRY_MAX_DELAY_SECONDS = 5.0
 END_RETRY_MAX_SECONDS = 3600.0
@@ -74,11 +77,16 @@ class EventWriter:
     """Stores a run's events in batches (whatever accumulated while the last batch was written), then wakes readers.
 
     A batch that cannot be stored (a full disk) stops the run at once through `on_error`: a run whose events are
-    lost must not go on as if they were seen.
+    lost must not go on as if they were seen. With `hold_first`, the first batch waits up to that long for
+    `release()` (the graph's first output), so that the run's opening events are not a transaction of their own.
     """
 
-    def __init__(self, thread_id: str, run_id: uuid.UUID, on_error=None):
+    def __init__(self, thread_id: str, run_id: uuid.UUID, on_error=None, hold_first: float = 0.0):
         self.thread_id, self.run_id = thread_id, run_id
+        self._released = asyncio.Event()
+        self._hold = hold_first
+        if not hold_first:
+            self._released.set()
         self.buffer: list[WireEvent | Frame] = []
         self.error: BaseException | None = None
         self.last_seq: int | None = None
@@ -93,15 +101,21 @@ class EventWriter:
             self.buffer.extend(events)
             self._more.set()
 
+    def release(self) -> None:
+        """Start writing (what `hold_first` waits for)."""
+        self._released.set()
+
     async def close(self) -> None:
         """Store everything added so far."""
         self._closing = True
+        self._released.set()
         self._more.set()
         await self._task
         if self.error:
             raise self.error
 
     async def _loop(self) -> None:
+        await wait_event(self._released, self._hold)
         while True:
             if not self.buffer:
                 if self._closing:
@@ -164,7 +178,8 @@ async def execute_run(request: RunRequest) -> str:
     task = asyncio.current_task()
     if task is None:  # the run registry cancels a run through its task
         raise RuntimeError("execute_run runs in a task of its own")
-    writer = EventWriter(request.thread_id, request.run_id, on_error=task.cancel)
+    writer = EventWriter(request.thread_id, request.run_id, on_error=task.cancel,
+                         hold_first=FIRST_BATCH_HOLD_SECONDS if request.kind == "agent_server" else 0.0)
     watcher = asyncio.create_task(_watch(request.run_id, task))
     callbacks = tracing_callbacks(request.tracing_workspace_id)
     status: str = ChatRun.Status.COMPLETED
@@ -273,6 +288,7 @@ async def _stream_modes(served, request: RunRequest, writer: EventWriter, callba
                 events += converter.convert({"method": mode, "params": {"namespace": [], "data": chunk}})
                 interrupted = interrupted or (isinstance(chunk, dict) and "__interrupt__" in chunk)
             writer.add(events)
+            writer.release()
             if writer.error:
                 raise writer.error
     finally:
@@ -348,8 +364,9 @@ async def _finish(request: RunRequest, writer: EventWriter, status: str, error: 
     if last is not None:
         hubs.deliver(request.thread_id, last)
         await publish(request.thread_id, last[-1].seq)
-    with contextlib.suppress(Exception):
-        await db_executor.run(services.events_enforce_retention, thread_id=request.thread_id)
+    if not request.kwargs.get("temporary"):  # a stateless run's thread has this one run, which retention keeps
+        with contextlib.suppress(Exception):
+            await db_executor.run(services.events_enforce_retention, thread_id=request.thread_id)
     return status
 
 

@@ -18,13 +18,14 @@ import asyncio
 import contextlib
 import logging
 import threading
+import uuid
+from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import IntegrityError, connections, transaction
-from django.db.models import Q
+from django.db import IntegrityError, connection, connections, transaction
 from django.utils import timezone
 
-from chat import db_executor, services
+from chat import db_executor, event_sql, services
 from chat.access import owner_scope
 from chat.hub import wait_event
 from chat.models import ChatRun, ChatThread
@@ -36,48 +37,103 @@ CLAIM_CANDIDATES = 20
 
 
 # --- Claiming (synchronous ORM code) ------------------------------------------------------------------------------
-def run_claim_next() -> ChatRun | None:
-    """Mark the oldest claimable pending run running for this process and return it (None: nothing to claim)."""
-    now = timezone.now()
-    busy = ChatRun.objects.filter(status=ChatRun.Status.RUNNING).values("thread_id")
-    # Only ids: the executor looks for work after every queued and every ended run, and most looks find runs it
-    # cannot take; decoding their JSON columns each time would cost more than the claim.
-    candidates = (ChatRun.objects.filter(status=ChatRun.Status.PENDING)
-                  .filter(Q(available_at__isnull=True) | Q(available_at__lte=now))
-                  .exclude(thread_id__in=busy).order_by("created_at").values_list("pk", "thread_id", "created_at")
-                  [:CLAIM_CANDIDATES])
-    seen: set[str] = set()
-    for run_id, thread_id, created_at in candidates:
-        if thread_id in seen:
-            continue
-        seen.add(thread_id)
-        # A thread's runs execute in the order they were created: an older run waiting for its after_seconds holds
-        # back the ones queued behind it.
-        if ChatRun.objects.filter(thread_id=thread_id, status=ChatRun.Status.PENDING,
-                                  created_at__lt=created_at).exists():
-            continue
-        try:
-            with transaction.atomic():
-                claimed = ChatRun.objects.filter(pk=run_id, status=ChatRun.Status.PENDING).update(
-                    status=ChatRun.Status.RUNNING, worker=processes.identity(),
-                    worker_instance=processes.instance(), heartbeat_at=timezone.now(), updated_at=timezone.now())
-        except IntegrityError:
-            continue  # another process started a run on this thread meanwhile
-        if claimed:
-            return ChatRun.objects.get(pk=run_id)
-    return None
+def _candidates_sql() -> str:
+    # Written out rather than built by the ORM: the executor looks for work after every queued and every ended run,
+    # and compiling this query cost more than running it. Only ids: most looks find runs it cannot take.
+    run = ChatRun._meta.db_table
+    return (f"SELECT r.id, r.thread_id FROM {run} r "
+            f"WHERE r.status = %s AND (r.available_at IS NULL OR r.available_at <= %s) "
+            # Not on a thread with a running run (the database allows one) ...
+            f"AND NOT EXISTS (SELECT 1 FROM {run} b WHERE b.thread_id = r.thread_id AND b.status = %s) "
+            # ... nor behind an older pending run of its thread (one waiting for its after_seconds holds back the
+            # runs queued behind it: a thread's runs execute in the order they were created).
+            f"AND NOT EXISTS (SELECT 1 FROM {run} o WHERE o.thread_id = r.thread_id AND o.status = %s "
+            f"AND o.created_at < r.created_at) "
+            f"ORDER BY r.created_at LIMIT %s")
 
 
-def request_for(run: ChatRun) -> RunRequest:
-    """What the runner needs to execute a claimed run."""
-    thread = ChatThread.objects.only("owner_kind", "workspace_id", "user_id").get(pk=run.thread_id)
+_CANDIDATES_SQL = _candidates_sql()
+
+
+def _claim_candidates(limit: int) -> list[tuple[uuid.UUID, str]]:
+    """(run id, thread id) of the oldest claimable pending runs (a few more than `limit`: some may be taken)."""
+    pending = ChatRun.Status.PENDING
+    with connection.cursor() as cursor:
+        cursor.execute(_CANDIDATES_SQL, [pending, connection.ops.adapt_datetimefield_value(timezone.now()),
+                                         ChatRun.Status.RUNNING, pending, max(limit, CLAIM_CANDIDATES)])
+        return [(uuid.UUID(str(run_id)), thread_id) for run_id, thread_id in cursor.fetchall()]
+
+
+@dataclass(frozen=True)
+class ThreadOwner:
+    """Who owns a claimed run's thread (chat.access.owner_scope's inputs): its workspace, if any, and its user."""
+
+    kind: str
+    workspace_id: uuid.UUID | None
+    user_id: int | None
+
+
+def runs_claim(*, limit: int) -> list[tuple[ChatRun, ThreadOwner]]:
+    """Mark up to `limit` of the oldest claimable pending runs (one per thread) running for this process, in one
+    transaction; those runs with their thread's owner, oldest first."""
+    claimed: list[uuid.UUID] = []
+    threads: set[str] = set()
+    candidates = _claim_candidates(limit)
+    if not candidates:
+        return []
+    with transaction.atomic():
+        for run_id, thread_id in candidates:
+            if len(claimed) >= limit:
+                break
+            if thread_id in threads:
+                continue  # two runs of a thread created at the same instant
+            try:
+                with transaction.atomic():
+                    updated = ChatRun.objects.filter(pk=run_id, status=ChatRun.Status.PENDING).update(
+                        status=ChatRun.Status.RUNNING, worker=processes.identity(),
+                        worker_instance=processes.instance(), heartbeat_at=timezone.now(),
+                        updated_at=timezone.now())
+            except IntegrityError:
+                continue  # another process started a run on this thread meanwhile
+            if updated:
+                claimed.append(run_id)
+                threads.add(thread_id)
+    if not claimed:
+        return []
+    # Written out: the ORM's select_related compiled for longer than the claim took.
+    sql = (f"SELECT r.*, t.workspace_id AS thread_workspace_id, t.owner_kind AS thread_owner_kind, "
+           f"t.user_id AS thread_user_id FROM {ChatRun._meta.db_table} r "
+           f"JOIN {ChatThread._meta.db_table} t ON t.id = r.thread_id "
+           f"WHERE r.id IN ({', '.join(['%s'] * len(claimed))}) ORDER BY r.created_at")
+    runs = ChatRun.objects.raw(sql, [event_sql.run_id_value(run_id) for run_id in claimed])
+    return [(run, _owner(run)) for run in runs]
+
+
+def _owner(run: ChatRun) -> ThreadOwner:
+    # The thread's columns the claim's join added to the run (raw SQL: not model fields).
+    return ThreadOwner(kind=run.thread_owner_kind, workspace_id=_workspace_id(run.thread_workspace_id),  # type: ignore[attr-defined]
+                       user_id=run.thread_user_id)  # type: ignore[attr-defined]
+
+
+def _workspace_id(value) -> uuid.UUID | None:
+    # SQLite holds a uuid as 32 hex digits, PostgreSQL as a uuid.
+    return None if value is None else uuid.UUID(str(value))
+
+
+def request_for(run: ChatRun, owner: ThreadOwner) -> RunRequest:
+    """What the runner needs to execute a claimed run of a thread of this owner."""
     kwargs = run.kwargs or {}
-    workspace_id = thread.workspace_id or services.chat_workspace_id()
+    workspace_id = owner.workspace_id or services.chat_workspace_id()
     return RunRequest(thread_id=run.thread_id, run_id=run.pk, input=kwargs.get("input"),
                       checkpoint_id=(kwargs.get("checkpoint") or {}).get("checkpoint_id"),
                       metadata=run.metadata or {}, tracing_workspace_id=workspace_id,
                       graph_name=run.graph_name or None, kind=run.kind, kwargs=kwargs, attempt=run.attempt,
-                      store_scope=owner_scope(thread.owner_kind, thread.workspace_id, thread.user_id))
+                      store_scope=owner_scope(owner.kind, owner.workspace_id, owner.user_id))
+
+
+def claim_requests(*, limit: int) -> list[RunRequest]:
+    """Claim up to `limit` runs (runs_claim) and say how to execute them, in one hop of the database threads."""
+    return [request_for(run, owner) for run, owner in runs_claim(limit=limit)]
 
 
 # --- The executor (one per process and event loop) ----------------------------------------------------------------
@@ -120,12 +176,12 @@ class Executor:
             wake.clear()
 
     async def _claim_and_start(self) -> None:
-        while len(runs.tasks) < settings.CHAT_RUN_CONCURRENCY:
-            run = await db_executor.run(run_claim_next)
-            if run is None:
-                return
-            request = await db_executor.run(request_for, run)
-            runs.start(request)
+        while (room := settings.CHAT_RUN_CONCURRENCY - len(runs.tasks)) > 0:
+            requests = await db_executor.run(claim_requests, limit=room)
+            for request in requests:
+                runs.start(request)
+            if len(requests) < room:
+                return  # nothing more to claim now: the next queued or ended run wakes the executor
 
 
 executor = Executor()

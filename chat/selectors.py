@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from datetime import datetime, timedelta
 
 import orjson
@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from chat import event_sql
 from chat.access import Caller
 from chat.models import ChatEvent, ChatRun, ChatThread
 from chat.services import thread_not_found, thread_owned_by
@@ -43,17 +44,19 @@ def thread_list_for_caller(*, caller: Caller, limit: int = 200, title_contains: 
 def events_after(*, thread_id: str, after_seq: int, limit: int = PAGE, exclude_runs: Collection[str] = ()
                  ) -> list[StoredEvent]:
     """Stored events of the thread with seq > `after_seq`, oldest first, leaving out the runs `exclude_runs`."""
-    rows = ChatEvent.objects.filter(thread_id=thread_id, seq__gt=after_seq)
+    values: Iterable[tuple]
     if exclude_runs:
-        rows = rows.exclude(run_id__in=list(exclude_runs))
-    values = rows.order_by("seq").values_list("seq", "channel", "namespace", "payload")[:limit]
+        rows = ChatEvent.objects.filter(thread_id=thread_id, seq__gt=after_seq).exclude(run_id__in=list(exclude_runs))
+        values = rows.order_by("seq").values_list("seq", "channel", "namespace", "payload")[:limit]
+    else:  # what every stream and hub reads
+        values = event_sql.events_after(thread_id=thread_id, after_seq=after_seq, limit=limit)
     return [StoredEvent(seq, channel, tuple(orjson.loads(namespace)), payload.encode())
             for seq, channel, namespace, payload in values]
 
 
 def thread_cursor_state(*, thread_id: str) -> tuple[int, int] | None:
     """(last seq, expired-through seq) of the thread, or None when it is gone."""
-    return ChatThread.objects.filter(pk=thread_id).values_list("last_seq", "expired_through_seq").first()
+    return event_sql.cursor_state(thread_id=thread_id)
 
 
 def thread_last_seqs(*, thread_ids: list[str]) -> dict[str, int]:

@@ -13,10 +13,11 @@ from typing import Any, cast
 
 import orjson
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Max, Min
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Max, Min
 from django.utils import timezone
 
+from chat import event_sql
 from chat.access import Caller
 from chat.frames import Frame, end_frame, frame_channel
 from chat.models import ChatEvent, ChatInterrupt, ChatRun, ChatThread, Checkpoint
@@ -161,10 +162,25 @@ def thread_rename(*, thread: ChatThread, title: object) -> ChatThread:
 @transaction.atomic
 def thread_delete(*, thread: ChatThread) -> None:
     """Remove the thread's runs and event log (its checkpoints are the checkpointer's to delete)."""
-    ChatRun.objects.filter(thread=thread, status=ChatRun.Status.RUNNING).update(
+    thread_delete_by_id(thread_id=thread.pk)
+
+
+def thread_delete_by_id(*, thread_id: str) -> None:
+    """`thread_delete` without reading the thread first (nothing happens when it is gone). Call it in a transaction:
+    its statements belong together."""
+    ChatRun.objects.filter(thread_id=thread_id, status=ChatRun.Status.RUNNING).update(
         cancel_requested_at=timezone.now())
-    # The cascade deletes the runs and the events (by thread and by run) in bulk, in this one transaction.
-    thread.delete()
+    # Three statements, children first, where Django's cascade takes five (it reads the runs to delete their events,
+    # which are the thread's events anyway). ChatEvent and ChatRun are the only tables that refer to threads and
+    # runs; the database's foreign keys would refuse to leave a row behind.
+    with connection.cursor() as cursor:
+        for sql in _THREAD_DELETE_SQL:
+            cursor.execute(sql, [thread_id])
+
+
+_THREAD_DELETE_SQL = (f"DELETE FROM {ChatEvent._meta.db_table} WHERE thread_id = %s",
+                      f"DELETE FROM {ChatRun._meta.db_table} WHERE thread_id = %s",
+                      f"DELETE FROM {ChatThread._meta.db_table} WHERE id = %s")
 
 
 # --- Runs ---------------------------------------------------------------------------------------------------------
@@ -426,19 +442,17 @@ def events_append(*, thread_id: str, run_id: uuid.UUID | str, events: Sequence[W
         NotFound: the thread was deleted.
         RunEnded: `active_only`, and the run has ended.
     """
-    if not ChatThread.objects.filter(pk=thread_id).update(last_seq=F("last_seq") + len(events)):
+    last = event_sql.bump_last_seq(thread_id=thread_id, count=len(events))
+    if last is None:
         raise thread_not_found(thread_id)
-    if active_only and not ChatRun.objects.filter(pk=run_id, status=ChatRun.Status.RUNNING).exists():
+    if active_only and not event_sql.run_has_status(run_id=run_id, status=ChatRun.Status.RUNNING):
         raise RunEnded(run_id)
-    last = ChatThread.objects.filter(pk=thread_id).values_list("last_seq", flat=True).get()
     first = last - len(events) + 1
     stored = [StoredEvent(first + i, event.channel, tuple(event.namespace), event.encode(first + i))
               for i, event in enumerate(events)]
-    ChatEvent.objects.bulk_create([
-        ChatEvent(thread_id=thread_id, run_id=run_id, seq=row.seq, channel=row.channel,
-                  namespace=orjson.dumps(row.namespace).decode(), payload=row.payload.decode())
-        for row in stored
-    ])
+    run_value = event_sql.run_id_value(run_id)
+    event_sql.insert_events([(thread_id, run_value, row.seq, row.channel, orjson.dumps(row.namespace).decode(),
+                              row.payload.decode()) for row in stored])
     return stored
 
 

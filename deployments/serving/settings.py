@@ -48,3 +48,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Python's sqlite3 keeps 128 prepared statements per connection; the event log's bulk inserts (one statement
     # per batch size) filled them with large programs, several MiB per connection. 32 hold the hot queries.
     DATABASES["default"]["OPTIONS"]["cached_statements"] = 32
+    # Django closes the request thread's connection when a request ends (CONN_MAX_AGE 0); all requests share one
+    # thread here (deployments/serving/asgi.py), so every run's request opened a new SQLite connection (with its
+    # PRAGMAs and SQL functions) and lost its prepared statements. A local file has no server to time out.
+    DATABASES["default"]["CONN_MAX_AGE"] = None

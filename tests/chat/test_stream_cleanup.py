@@ -43,8 +43,19 @@ def stream_scope(thread_id: str) -> dict:
             "client": ("127.0.0.1", 50000), "server": ("testserver", 80)}
 
 
+# Fixed pools, started on first use (the checkpointer's may start during the loop, when a stream first reads state).
+POOLS = ("chat-db", "chat-checkpointer")
+
+
+MAX_CHECKPOINTER_POOL = 4  # chat.checkpointer: 4 worker threads on PostgreSQL, 1 on SQLite
+
+
+def checkpointer_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("chat-checkpointer")]
+
+
 def other_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if not t.name.startswith("chat-db")]
+    return [t for t in threading.enumerate() if not t.name.startswith(POOLS)]
 
 
 async def connect_and_leave(application, thread_id: str) -> bytes:
@@ -67,6 +78,7 @@ async def test_two_hundred_connect_disconnect_cycles_leak_no_task_hub_or_connect
     await settled()
     tasks_before = len(asyncio.all_tasks())
     other_threads_before = len(other_threads())
+    checkpointer_threads_before = len(checkpointer_threads())
     for i in range(200):
         assert await connect_and_leave(application, thread_ids[i % 5]) == b": connected\n\n"
     await settled()
@@ -75,6 +87,8 @@ async def test_two_hundred_connect_disconnect_cycles_leak_no_task_hub_or_connect
     # Database work runs on a fixed pool of threads, each with one connection: they cannot pile up with streams.
     assert len(other_threads()) <= other_threads_before
     assert len([t for t in threading.enumerate() if t.name.startswith("chat-db")]) <= db_executor.THREADS
+    # At most the one pool a first state read may have started, never one per stream.
+    assert len(checkpointer_threads()) <= checkpointer_threads_before + MAX_CHECKPOINTER_POOL
 
 
 async def test_concurrent_streams_share_one_hub_per_thread_until_the_last_leaves():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
@@ -207,17 +207,28 @@ def _tool_answer(turn: list[BaseMessage], run: str, tool: str, args: dict) -> AI
     return review_of(results[-1])
 
 
-def _researcher_turn(turn: list[BaseMessage], run: str = "") -> AIMessage:
-    query = research_query(_text_of(turn[0]))
-    answer = _tool_answer(turn, run, "search_web", {"query": query})
+def _reviewed_call(turn: list[BaseMessage], run: str, tool: str, arg: str, value: str,
+                   refusal: Callable[[str, str], str]) -> AIMessage | tuple[str, str]:
+    """A subagent's one tool call on `arg` = `value`: the message to send now (the call, or what it does instead
+    when a person rejected the call, from `refusal(value, why)`), or the argument as executed (an edit may have
+    changed it) and the tool's answer."""
+    answer = _tool_answer(turn, run, tool, {arg: value})
     if isinstance(answer, AIMessage):
         return answer
     if answer.rejected:
-        return AIMessage(content=f"I did not search for \"{query}\": {answer.rejection()}. Instead of searching, I "
-                                 f"answer without a lookup: ask again with another query if you want one.")
-    query = str(answer.executed_args.get("query", query))
+        return AIMessage(content=refusal(value, answer.rejection()))
+    return str(answer.executed_args.get(arg, value)), answer.text
+
+
+def _researcher_turn(turn: list[BaseMessage], run: str = "") -> AIMessage:
+    outcome = _reviewed_call(turn, run, "search_web", "query", research_query(_text_of(turn[0])), lambda query, why: (
+        f"I did not search for \"{query}\": {why}. Instead of searching, I answer without a lookup: ask again with "
+        f"another query if you want one."))
+    if isinstance(outcome, AIMessage):
+        return outcome
+    query, text = outcome
     try:
-        hits = json.loads(answer.text)["results"]
+        hits = json.loads(text)["results"]
     except (ValueError, KeyError, TypeError):
         hits = []
     if not hits:
@@ -231,15 +242,13 @@ def _researcher_turn(turn: list[BaseMessage], run: str = "") -> AIMessage:
 
 
 def _math_turn(turn: list[BaseMessage], run: str = "") -> AIMessage:
-    expression = calculation_expression(_text_of(turn[0]))
-    answer = _tool_answer(turn, run, "calculator", {"expression": expression})
-    if isinstance(answer, AIMessage):
-        return answer
-    if answer.rejected:
-        return AIMessage(content=f"I did not calculate {expression}: {answer.rejection()}. Instead of calculating, "
-                                 f"I leave it unevaluated: ask again with another expression if you want a result.")
-    expression = str(answer.executed_args.get("expression", expression))
-    outcome = answer.text.strip()
+    reviewed = _reviewed_call(
+        turn, run, "calculator", "expression", calculation_expression(_text_of(turn[0])), lambda expression, why: (
+            f"I did not calculate {expression}: {why}. Instead of calculating, I leave it unevaluated: ask again with "
+            f"another expression if you want a result."))
+    if isinstance(reviewed, AIMessage):
+        return reviewed
+    expression, outcome = reviewed[0], reviewed[1].strip()
     if outcome.startswith("Error evaluating"):
         return AIMessage(content=f"I could not evaluate {expression}: {outcome}")
     return AIMessage(content=f"{expression} = {outcome}. The calculator confirms the result is {outcome}.")

@@ -16,6 +16,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api import workspace_list_api
 from core.serializers import StrictSerializer, validated, validated_query
 from exports.bulk_exports import filters, layout, selectors, services
 from exports.bulk_exports.models import BulkExport, BulkExportRun, ExportStatus
@@ -115,18 +116,22 @@ class ExportRunOutputSerializer(serializers.Serializer):
         return ExportRunMetadataSerializer(data).data
 
 
-class BulkExportListApi(APIView):
-    required_permission = "bulk-exports:read"
-
+@extend_schema(tags=TAGS)
+class BulkExportApi(APIView):
+    # No docstring: drf-spectacular would describe every bulk-export operation with it.
     OutputSerializer = BulkExportOutputSerializer
 
-    @extend_schema(responses=OutputSerializer(many=True), operation_id="list_bulk_exports", tags=TAGS)
-    def get(self, request):
-        exports = selectors.export_list(workspace=request.user.workspace)
-        return Response(self.OutputSerializer(exports, many=True).data)
+    def export(self, request, bulk_export_id) -> BulkExport:
+        """The export of the request's workspace, or a 404."""
+        return selectors.export_get(workspace=request.user.workspace, export_id=bulk_export_id)
 
 
-class BulkExportCreateApi(APIView):
+BulkExportListApi = workspace_list_api("BulkExportListApi", select=selectors.export_list,
+                                       output=BulkExportOutputSerializer, permission="bulk-exports:read",
+                                       operation_id="list_bulk_exports", tags=TAGS)
+
+
+class BulkExportCreateApi(BulkExportApi):
     required_permission = "bulk-exports:manage"
     throttle_scope = "bulk-export-create"
 
@@ -183,12 +188,10 @@ class BulkExportCreateApi(APIView):
                 raise serializers.ValidationError({"end_time": f"An export covers at most {MAX_RANGE.days} days."})
             return attrs
 
-    OutputSerializer = BulkExportOutputSerializer
-
     @extend_schema(request=InputSerializer,
-                   responses={200: OutputSerializer, 404: _NOT_FOUND,
+                   responses={200: BulkExportOutputSerializer, 404: _NOT_FOUND,
                               429: OpenApiResponse(description="Too many creations (scope `bulk-export-create`)")},
-                   operation_id="create_bulk_export", tags=TAGS)
+                   operation_id="create_bulk_export")
     def post(self, request):
         values = validated(self.InputSerializer, request.data)
         export = services.export_create(
@@ -201,18 +204,15 @@ class BulkExportCreateApi(APIView):
         return Response(self.OutputSerializer(export).data)
 
 
-class BulkExportDetailApi(APIView):
+class BulkExportDetailApi(BulkExportApi):
     required_permission = "bulk-exports:read"
 
-    OutputSerializer = BulkExportOutputSerializer
-
-    @extend_schema(responses={200: OutputSerializer, 404: _NOT_FOUND}, operation_id="get_bulk_export", tags=TAGS)
+    @extend_schema(responses={200: BulkExportOutputSerializer, 404: _NOT_FOUND}, operation_id="get_bulk_export")
     def get(self, request, bulk_export_id):
-        export = selectors.export_get(workspace=request.user.workspace, export_id=bulk_export_id)
-        return Response(self.OutputSerializer(export).data)
+        return Response(self.OutputSerializer(self.export(request, bulk_export_id)).data)
 
 
-class BulkExportCancelApi(APIView):
+class BulkExportCancelApi(BulkExportApi):
     required_permission = "bulk-exports:manage"
 
     class InputSerializer(StrictSerializer):
@@ -221,44 +221,41 @@ class BulkExportCancelApi(APIView):
         class Meta:
             ref_name = "BulkExportUpdate"
 
-    OutputSerializer = BulkExportOutputSerializer
-
     @extend_schema(request=InputSerializer,
-                   responses={200: OutputSerializer, 404: _NOT_FOUND,
+                   responses={200: BulkExportOutputSerializer, 404: _NOT_FOUND,
                               409: OpenApiResponse(description="The export already ended")},
-                   operation_id="cancel_bulk_export", tags=TAGS)
+                   operation_id="cancel_bulk_export")
     def patch(self, request, bulk_export_id):
-        export = selectors.export_get(workspace=request.user.workspace, export_id=bulk_export_id)
+        export = self.export(request, bulk_export_id)
         validated(self.InputSerializer, request.data)
         export = services.export_cancel(export=export)
         return Response(self.OutputSerializer(export).data)
 
 
-class BulkExportRunListApi(APIView):
+class BulkExportRunListApi(BulkExportApi):
     required_permission = "bulk-exports:read"
 
     OutputSerializer = ExportRunOutputSerializer
 
     @extend_schema(responses={200: OutputSerializer(many=True), 404: _NOT_FOUND},
-                   operation_id="list_bulk_export_runs", tags=TAGS)
+                   operation_id="list_bulk_export_runs")
     def get(self, request, bulk_export_id):
-        export = selectors.export_get(workspace=request.user.workspace, export_id=bulk_export_id)
-        return Response(self.OutputSerializer(selectors.export_run_list(export=export), many=True).data)
+        export_runs = selectors.export_run_list(export=self.export(request, bulk_export_id))
+        return Response(self.OutputSerializer(export_runs, many=True).data)
 
 
-class BulkExportRunDetailApi(APIView):
+class BulkExportRunDetailApi(BulkExportApi):
     required_permission = "bulk-exports:read"
 
     OutputSerializer = ExportRunOutputSerializer
 
-    @extend_schema(responses={200: OutputSerializer, 404: _NOT_FOUND}, operation_id="get_bulk_export_run", tags=TAGS)
+    @extend_schema(responses={200: OutputSerializer, 404: _NOT_FOUND}, operation_id="get_bulk_export_run")
     def get(self, request, bulk_export_id, run_id):
-        export = selectors.export_get(workspace=request.user.workspace, export_id=bulk_export_id)
-        export_run = selectors.export_run_get(export=export, export_run_id=run_id)
+        export_run = selectors.export_run_get(export=self.export(request, bulk_export_id), export_run_id=run_id)
         return Response(self.OutputSerializer(export_run).data)
 
 
-class BulkExportRunListBySourceApi(APIView):
+class BulkExportRunListBySourceApi(BulkExportApi):
     """The export runs of the exports a schedule spawned (`source_bulk_export_id`)."""
 
     required_permission = "bulk-exports:read"
@@ -271,7 +268,7 @@ class BulkExportRunListBySourceApi(APIView):
     @extend_schema(parameters=[OpenApiParameter("source_bulk_export_id", OpenApiTypes.UUID, required=True,
                                                 description="The scheduled export")],
                    responses={200: OutputSerializer(many=True), 404: _NOT_FOUND},
-                   operation_id="list_bulk_export_runs_by_source", tags=TAGS)
+                   operation_id="list_bulk_export_runs_by_source")
     def get(self, request):
         query = validated_query(self.FilterSerializer, request.query_params)
         export_runs = selectors.export_run_list_by_source(

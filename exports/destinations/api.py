@@ -13,6 +13,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api import workspace_list_api
 from core.serializers import CachedFieldsSerializer, StrictSerializer, validated
 from exports.destinations import selectors, services
 from exports.destinations.models import Destination
@@ -50,15 +51,9 @@ class DestinationOutputSerializer(CachedFieldsSerializer):
         ref_name = "BulkExportDestination"
 
 
-class DestinationListApi(APIView):
-    required_permission = "bulk-exports:read"
-
-    OutputSerializer = DestinationOutputSerializer
-
-    @extend_schema(responses=OutputSerializer(many=True), operation_id="list_bulk_export_destinations", tags=TAGS)
-    def get(self, request):
-        destinations = selectors.destination_list(workspace=request.user.workspace)
-        return Response(self.OutputSerializer(destinations, many=True).data)
+DestinationListApi = workspace_list_api("DestinationListApi", select=selectors.destination_list,
+                                        output=DestinationOutputSerializer, permission="bulk-exports:read",
+                                        operation_id="list_bulk_export_destinations", tags=TAGS)
 
 
 class DestinationCreateApi(APIView):

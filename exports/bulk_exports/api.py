@@ -119,7 +119,7 @@ class ExportRunOutputSerializer(serializers.Serializer):
 @extend_schema(tags=TAGS)
 class BulkExportApi(APIView):
     # No docstring: drf-spectacular would describe every bulk-export operation with it.
-    OutputSerializer = BulkExportOutputSerializer
+    OutputSerializer: type[serializers.Serializer] = BulkExportOutputSerializer
 
     def export(self, request, bulk_export_id) -> BulkExport:
         """The export of the request's workspace, or a 404."""

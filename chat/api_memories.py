@@ -15,7 +15,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from chat.access import ChatAccessError, Caller, authorize
+from chat.access import Caller, ChatAccessError, authorize
 from chat.memories import memory_delete, memory_list
 from core.exception_handler import handle_exception as core_handle_exception
 from core.exceptions import RequestValidationError

@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 
 from deepagents.backends import CompositeBackend, StateBackend, StoreBackend
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
 
 MEMORY_ROUTE = "/memories/"
 MEMORY_NAMESPACE = ("memories",)
@@ -31,10 +33,26 @@ MEMORY_PROMPT = (
 )
 
 
+class RunStoreBackend(StoreBackend):
+    """deepagents' StoreBackend on the run's store. A run without one (a bare `invoke`, a host that configures no
+    store) gets a store of this process instead of failing the tool call: memory then lasts as long as the process."""
+
+    def __init__(self) -> None:
+        super().__init__(namespace=lambda _runtime: MEMORY_NAMESPACE)
+        self._fallback: BaseStore | None = None
+
+    def _get_store(self) -> BaseStore:
+        store = super()._get_store()
+        if store is not None:
+            return store
+        if self._fallback is None:
+            self._fallback = InMemoryStore()
+        return self._fallback
+
+
 def memory_backend() -> CompositeBackend:
     """deepagents' filesystem for the deep agent: /memories/ in the run's store, the rest in the thread's state."""
-    return CompositeBackend(default=StateBackend(),
-                            routes={MEMORY_ROUTE: StoreBackend(namespace=lambda _runtime: MEMORY_NAMESPACE)})
+    return CompositeBackend(default=StateBackend(), routes={MEMORY_ROUTE: RunStoreBackend()})
 
 
 # --- how the scripted model reads a request for memory --------------------------------------------------------------
@@ -44,7 +62,8 @@ _REMEMBER = re.compile(
     r"don't\s+forget)\b[\s,:]*(?:that\s+)?(?P<fact>.+?)[\s.!]*$",
     re.IGNORECASE | re.DOTALL,
 )
-_FIRST_PERSON = re.compile(r"\b(?:my|me|mine|myself|i|i'm)\b", re.IGNORECASE)
+# About the user, not merely phrased in the first person ("tell me about X", "how do I ..." are lookups).
+_ABOUT_THE_USER = re.compile(r"\b(?:my|mine|myself|about\s+me|who\s+am\s+i)\b", re.IGNORECASE)
 _ASKS = re.compile(r"^\s*(?:who|what|when|where|which|how|is|are|do|does|did|can|tell)\b|\?\s*$", re.IGNORECASE)
 _COPULA = re.compile(r"^(?P<subject>.+?)\s+(?:is|are|was|were)\s+(?P<value>.+)$", re.IGNORECASE | re.DOTALL)
 _QUESTION_SUBJECT = re.compile(
@@ -82,7 +101,7 @@ def memory_request(text: str, *, has_arithmetic: bool) -> Remember | Recall | No
     found = _REMEMBER.match(text or "")
     if found and found.group("fact").strip():
         return Remember(fact=found.group("fact").strip())
-    if has_arithmetic or not _FIRST_PERSON.search(text or "") or not _ASKS.search(text or ""):
+    if has_arithmetic or not _ABOUT_THE_USER.search(text or "") or not _ASKS.search(text or ""):
         return None
     if re.search(r"\bremember\b|\bknow\b", text, re.IGNORECASE) and re.search(r"\babout\s+me\b|^\s*what\s+do\s+you",
                                                                                 text, re.IGNORECASE):

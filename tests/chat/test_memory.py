@@ -9,8 +9,15 @@ import httpx
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client as DjangoClient
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+from langgraph.types import Command
 
+from chat.agent.graph import build_graph
 from chat.agent.memory import Recall, Remember, file_text, listed_paths, memory_request, recalled
+from chat.graph_runtime import ServedGraph
+from chat.interrupts import checkpoint_interrupts
 from tests.chat.support_chat import live_chat_server, run_to_end
 
 FACT = "remember that my favourite number is 7"
@@ -27,6 +34,9 @@ QUESTION = "what is my favourite number?"
     ("What is 6 * 7?", None),
     ("Who wrote Dune?", None),
     ("Research LangGraph streaming", None),
+    ("Tell me about Django Channels", None),
+    ("How do I stream with LangGraph?", None),
+    ("Who am I?", Recall("")),
 ])
 def test_the_scripted_model_tells_memory_requests_from_other_requests(text, request_):
     from chat.agent.planner import find_expressions
@@ -52,6 +62,51 @@ def test_recall_reads_the_file_tools_answers_and_finds_the_fact_about_the_subjec
     assert recalled("tea", files) == ["I like tea"]
     assert recalled("my favourite colour", files) == []
     assert sorted(recalled("", files)) == sorted(files.values())
+
+
+@pytest.fixture
+def agent(monkeypatch, settings):
+    """The deep agent on an in-memory checkpointer and store, with no approvals unless a run asks for them."""
+    monkeypatch.setenv("CHAT_AGENT_DELAY_SCALE", "0")
+    settings.CHAT_APPROVE_TOOLS = []
+    store = InMemoryStore()
+    graph = build_graph(InMemorySaver()).copy(update={"store": store})
+    return ServedGraph(spec="chat.agent.graph:build_graph", graph=graph), store
+
+
+async def reply(graph, config: dict) -> str:
+    state = await graph.aget_state(config)
+    return " ".join(b["text"] for b in state.values["messages"][-1].content if b.get("type") == "text")
+
+
+@pytest.mark.no_postgres_pass
+@pytest.mark.parametrize(("decision", "expected", "saved"), [
+    ({"type": "reject", "message": "not now"},
+     "I did not use my memory (write_file on /memories/): you rejected the call (not now).", []),
+    ({"type": "edit", "edited_action": {"name": "write_file", "args": {
+        "file_path": "/memories/number.md", "content": "my favourite number is 8\n"}}},
+     "I saved it in `/memories/number.md`", ["/number.md"]),
+])
+async def test_a_person_reviewing_the_memory_write_decides_what_is_saved_and_the_answer_says_so(
+        agent, decision, expected, saved):
+    served, store = agent
+    config = {"configurable": {"thread_id": str(uuid.uuid4()), "approve_tools": ["write_file"]}}
+    await served.graph.ainvoke({"messages": [HumanMessage(FACT)]}, config)
+    [(key, (value, _namespace))] = (await checkpoint_interrupts(served, config["configurable"]["thread_id"])).items()
+    assert value["action_requests"][0]["args"]["file_path"] == "/memories/favourite-number.md"
+    await served.graph.ainvoke(Command(resume={key: {"decisions": [decision]}}), config)
+    assert expected in await reply(served.graph, config)
+    assert [item.key for item in await store.asearch(("memories",))] == saved
+
+
+@pytest.mark.no_postgres_pass
+async def test_a_graph_run_without_a_store_keeps_its_memory_in_the_process_instead_of_failing(monkeypatch):
+    monkeypatch.setenv("CHAT_AGENT_DELAY_SCALE", "0")
+    graph = build_graph(InMemorySaver())
+    for text in (FACT, QUESTION):
+        config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+        await graph.ainvoke({"messages": [HumanMessage(text)]}, config)
+    assert "From my memory: your favourite number is 7." in await reply(graph, config)
 
 
 # --- through a live server -------------------------------------------------------------------------------------------

@@ -17,17 +17,17 @@ from rest_framework.views import APIView
 
 from chat.access import Caller, ChatAccessError, authorize
 from chat.memories import memory_delete, memory_list
-from core.exception_handler import handle_exception as core_handle_exception
-from core.exceptions import RequestValidationError
-from core.rest_errors import api_error_response
+from core.exceptions import RequestValidationError, ServiceError
 
 MAX_NAME_LENGTH = 1024
 
 
-def handle_exception(exc, context) -> Response:
-    if isinstance(exc, ChatAccessError):
-        return api_error_response(exc.status, exc.message)
-    return core_handle_exception(exc, context)
+class CallerRefused(ServiceError):
+    """chat.access's refusal of a caller (401 or 403) as a REST error, which core.exception_handler renders."""
+
+    def __init__(self, refusal: ChatAccessError):
+        super().__init__(refusal.message)
+        self.status_code = refusal.status
 
 
 class ChatApi(APIView):
@@ -42,15 +42,15 @@ class ChatApi(APIView):
     # None of DRF's throttles either: they would read `request.user`, which DRF then sets to AnonymousUser.
     throttle_classes: list = []
 
-    def get_exception_handler(self):
-        return handle_exception
-
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
         headers = {name.lower(): value for name, value in request.headers.items()}
-        self.caller: Caller = authorize(headers=headers, client_host=request.META.get("REMOTE_ADDR", ""),
-                                        user=getattr(request._request, "user", None),
-                                        write=request.method not in ("GET", "HEAD", "OPTIONS"))
+        try:
+            self.caller: Caller = authorize(headers=headers, client_host=request.META.get("REMOTE_ADDR", ""),
+                                            user=getattr(request._request, "user", None),
+                                            write=request.method not in ("GET", "HEAD", "OPTIONS"))
+        except ChatAccessError as refusal:
+            raise CallerRefused(refusal) from None
 
     def perform_authentication(self, request):
         """Nothing here: `initial` resolves the caller (DRF's `request.user` would load the session every time)."""

@@ -19,6 +19,7 @@ urlpatterns = [
     path("", include("agentauth.urls")),
     path("", include("deployments.urls")),
     path("", include("chat.page_urls")),
+    path("api/", include("chat.api_urls")),
     # The Agent Server API of the service's own deep agent, beside the examples' chat routes (chat/routing.py).
     path("api/", include("agentserver.urls")),
 ]

@@ -1,5 +1,7 @@
 """The deep agent: a coordinator with no tools of its own, a `researcher` and a `math-whiz` subagent.
 
+Its files under /memories/ are its long-term memory, kept in the thread owner's store (chat/agent/memory.py).
+
 Tool calls the turn's approval list names (chat/agent/approvals.py) wait for a person's decision, in the coordinator
 and inside each subagent.
 
@@ -15,6 +17,7 @@ from deepagents import create_deep_agent
 
 from chat.agent.approvals import ApprovalPolicy, interrupt_on
 from chat.agent.language_models import build_models
+from chat.agent.memory import MEMORY_PROMPT, memory_backend
 from chat.agent.prompts import (
     COORDINATOR_PROMPT,
     MATH_DESCRIPTION,
@@ -34,7 +37,7 @@ def build_graph(checkpointer: Any = None, *, model: str | None = None):
     return create_deep_agent(
         model=coordinator,
         tools=[],
-        system_prompt=COORDINATOR_PROMPT,
+        system_prompt=COORDINATOR_PROMPT + MEMORY_PROMPT,
         subagents=[
             {"name": RESEARCHER_NAME, "description": RESEARCHER_DESCRIPTION, "system_prompt": RESEARCHER_PROMPT,
              "tools": [search_web], "model": researcher, "middleware": [ApprovalPolicy()]},
@@ -43,5 +46,6 @@ def build_graph(checkpointer: Any = None, *, model: str | None = None):
         ],
         middleware=[ApprovalPolicy()],
         interrupt_on=interrupt_on([search_web.name, calculator.name]),
+        backend=memory_backend(),
         checkpointer=checkpointer,
     )

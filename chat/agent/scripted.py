@@ -17,7 +17,17 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
-from chat.agent.planner import calculation_expression, plan_request, research_query
+from chat.agent.memory import (
+    MEMORY_ROUTE,
+    Recall,
+    Remember,
+    file_text,
+    listed_paths,
+    memory_request,
+    recalled,
+    second_person,
+)
+from chat.agent.planner import calculation_expression, find_expressions, plan_request, research_query
 from chat.agent.prompts import MATH_NAME, RESEARCHER_NAME
 from chat.agent.review import Review, review_of
 from chat.agent.tools import delay_scale
@@ -162,6 +172,10 @@ def _reasoned(reasoning: str, text: str = "", tool_calls: list | None = None) ->
 
 
 def _coordinator_turn(turn: list[BaseMessage], run: str = "") -> AIMessage:
+    request = _text_of(turn[0])
+    memory = memory_request(request, has_arithmetic=bool(find_expressions(request)))
+    if memory is not None:
+        return _memory_turn(turn, memory, run)
     results = [m for m in turn if isinstance(m, ToolMessage)]
     if results:
         return _coordinator_answer(turn, results)
@@ -197,6 +211,69 @@ def _coordinator_answer(turn: list[BaseMessage], results: list[ToolMessage]) -> 
     reasoning = (f"{plural(len(results), 'subagent result')} arrived; "
                  f"combining {'it' if len(results) == 1 else 'them'} into a labeled answer.")
     return _reasoned(reasoning, "\n\n".join(lines))
+
+
+# --- long-term memory (chat/agent/memory.py): the coordinator's own file tools on /memories/ -------------------------
+
+MAX_RECALLED_FILES = 10
+
+
+def _memory_turn(turn: list[BaseMessage], request: Remember | Recall, run: str) -> AIMessage:
+    """Remember a fact (write_file), or answer a question about the user from /memories/ (ls, then read_file)."""
+    results = {m.tool_call_id: m for m in turn if isinstance(m, ToolMessage)}
+    done = [(call, results[call["id"]]) for m in turn if isinstance(m, AIMessage) for call in m.tool_calls
+            if call["id"] in results]
+    for call, result in done:
+        review = review_of(result)
+        if review.rejected:
+            return _reasoned("A person rejected a call to my memory; answering without it.",
+                             f"I did not use my memory ({call['name']} on {MEMORY_ROUTE}): {review.rejection()}.")
+    if isinstance(request, Remember):
+        return _remember_turn(turn, request, done, run)
+    return _recall_turn(turn, request, done, run)
+
+
+def _memory_call(turn: list[BaseMessage], index: int, run: str, tool: str, **args: str) -> dict:
+    return {"name": tool, "args": args, "id": _call_id(turn, index, run)}
+
+
+def _remember_turn(turn: list[BaseMessage], request: Remember, done: list, run: str) -> AIMessage:
+    if not done:
+        return _reasoned(f"The user asks me to remember a fact: saving it under {MEMORY_ROUTE}, which outlasts this "
+                         "conversation.", tool_calls=[_memory_call(
+                             turn, 0, run, "write_file", file_path=request.path, content=request.fact + "\n")])
+    call, result = done[-1]
+    review = review_of(result)
+    if result.status == "error":
+        return _reasoned("Saving the fact failed.", f"I could not save that: {review.text.strip()}")
+    path = review.executed_args.get("file_path", call["args"]["file_path"])
+    return _reasoned("The fact is saved in my long-term memory.",
+                     f"Noted: {second_person(request.fact)}. I saved it in `{path}`, so I will remember it in your "
+                     f"other conversations too.")
+
+
+def _recall_turn(turn: list[BaseMessage], request: Recall, done: list, run: str) -> AIMessage:
+    if not done:
+        return _reasoned(f"The question is about the user: looking in my long-term memory ({MEMORY_ROUTE}) first.",
+                         tool_calls=[_memory_call(turn, 0, run, "ls", path=MEMORY_ROUTE)])
+    reads = {call["args"].get("file_path", ""): file_text(review_of(result).text)
+             for call, result in done if call["name"] == "read_file" and result.status != "error"}
+    if not any(call["name"] == "read_file" for call, _ in done):
+        paths = listed_paths(review_of(done[-1][1]).text)[:MAX_RECALLED_FILES]
+        if paths:
+            return _reasoned(f"{plural(len(paths), 'memory file')} to read.", tool_calls=[
+                _memory_call(turn, i, run, "read_file", file_path=path) for i, path in enumerate(paths)])
+    facts = recalled(request.subject, reads)
+    if facts and request.subject:
+        return _reasoned("My memory answers the question.",
+                         "From my memory: " + "; ".join(second_person(f) for f in facts) + ".")
+    if facts:
+        return _reasoned("Listing what my memory holds.", "Here is what I remember about you:\n\n"
+                         + "\n".join(f"- {second_person(f)}" for f in facts))
+    about = f" about {second_person(request.subject)}" if request.subject else " about you"
+    return _reasoned("My memory has nothing on this.",
+                     f"I don't remember anything{about}: nothing in {MEMORY_ROUTE} says so. Tell me with "
+                     f"\"remember that …\" and I will keep it for your next conversations.")
 
 
 def _tool_answer(turn: list[BaseMessage], run: str, tool: str, args: dict) -> AIMessage | Review:

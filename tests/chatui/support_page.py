@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import Locator, Page, expect
 
 EXAMPLE = "Research LangGraph streaming, and separately calculate 42 * 17."
@@ -87,3 +89,14 @@ def unnamed_controls(page: Page) -> list[str]:
       return [...document.querySelectorAll('button, a[href], textarea, input:not([type=hidden]), select')]
         .filter(visible).filter((el) => !nameOf(el).trim()).map((el) => el.outerHTML.slice(0, 120));
     }""")
+
+
+def log_in(page: Page, base: str, username: str, password: str) -> None:
+    """Open the chat page, which sends an anonymous visitor to the login form, and log in there."""
+    page.goto(f"{base}/chat/")
+    expect(page).to_have_url(re.compile(r"/chat/login/\?next=/chat/$"))
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(f"{base}/chat/")
+    expect(page.locator(".account")).to_contain_text(f"Signed in as {username}")

@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model  # noqa: E402
 from playwright.sync_api import expect  # noqa: E402
 
 from tests.chatui.conftest import live_page_server  # noqa: E402
-from tests.chatui.support_page import send, thread_id_in_url, wait_for_run_end  # noqa: E402
+from tests.chatui.support_page import log_in, send, thread_id_in_url, wait_for_run_end  # noqa: E402
 
 pytestmark = [pytest.mark.live, pytest.mark.browser]
 page_server = live_page_server(CHAT_ALLOW_ANONYMOUS="false", CHAT_MODEL="openai:gpt-5.4-mini", OPENAI_API_KEY="")
@@ -23,16 +23,6 @@ page_server = live_page_server(CHAT_ALLOW_ANONYMOUS="false", CHAT_MODEL="openai:
 @pytest.fixture
 def base(page_server, transactional_db):
     return page_server.url
-
-
-def log_in(page, base: str, username: str, password: str) -> None:
-    page.goto(f"{base}/chat/")
-    expect(page).to_have_url(re.compile(r"/chat/login/\?next=/chat/$"))
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(f"{base}/chat/")
-    expect(page.locator(".account")).to_contain_text(f"Signed in as {username}")
 
 
 def test_users_log_in_and_see_only_their_own_threads_and_a_missing_key_is_named(base, new_page, shoot):

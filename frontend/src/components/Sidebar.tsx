@@ -3,6 +3,7 @@ import { type FormEvent, type KeyboardEvent, type MouseEvent, useEffect, useRef,
 import type { ThreadSummary } from "../api";
 import { relativeTime } from "../lib/format";
 import { urlForThread } from "../lib/url";
+import { MemoryPanel } from "./MemoryPanel";
 
 interface Props {
   id: string;
@@ -68,6 +69,7 @@ function RenameForm({ thread, onDone, onRename }: {
 export function Sidebar({ id, pagePath, threads, loaded, error, currentId, onOpen, onDelete, onRename, query,
                           onQuery, onClose }: Props) {
   const [renaming, setRenaming] = useState<string | null>(null);
+  const [memoryOpen, setMemoryOpen] = useState(false);
   return (
     <nav id={id} className="sidebar" aria-label="Conversations">
       <button type="button" className="sidebar-close button" onClick={onClose}>Close the list</button>
@@ -142,6 +144,11 @@ export function Sidebar({ id, pagePath, threads, loaded, error, currentId, onOpe
           );
         })}
       </ul>
+      <button type="button" className="button memory-open" aria-haspopup="dialog"
+              onClick={() => setMemoryOpen(true)}>
+        Memory
+      </button>
+      <MemoryPanel open={memoryOpen} onClose={() => setMemoryOpen(false)} />
     </nav>
   );
 }

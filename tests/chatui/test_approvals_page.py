@@ -246,6 +246,8 @@ def test_two_tabs_answer_once_and_the_late_one_shows_the_error(base, new_page, s
     expect_answer(first, "42 * 17 = 714")
     late.get_by_role("button", name="Approve", exact=True).click()
     expect(late.get_by_role("alert")).to_contain_text("already answered, in another tab or window")
+    # Said once, in the card: not again as a failed run.
+    expect(second.locator(".error-box")).to_have_count(1)
     shoot(second, "approvals-desktop-two-tabs-late")
 
     # One answer, one resuming run: nothing ran twice.
@@ -286,6 +288,8 @@ def test_an_approval_can_be_answered_with_the_keyboard_only(base, new_page, shoo
     expect(waiting.get_by_role("button", name="Reject the call")).to_be_focused()
     shoot(page, "approvals-desktop-keyboard")
     page.keyboard.press("Enter")
+    # The decided card keeps the focus its buttons had.
+    expect(card_for(subagent(page, "math-whiz"), "calculator", "answered")).to_be_focused()
     expect_answer(page, "you rejected the call (typed without a mouse)")
     assert page.problems == []
 

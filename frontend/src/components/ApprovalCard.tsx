@@ -149,6 +149,16 @@ interface Props {
 export function ApprovalCard({ approval, state, onDecide }: Props) {
   const [chosen, setChosen] = useState<(Decision | undefined)[]>([]);
   const answered = approval.status === "answered";
+  const card = useRef<HTMLElement>(null);
+  const wasAnswered = useRef(answered);
+
+  // The buttons that had the focus are gone once the answer is in: the card keeps it, for the keyboard.
+  useEffect(() => {
+    const node = card.current;
+    const lost = document.activeElement === document.body || (node?.contains(document.activeElement) ?? false);
+    if (answered && !wasAnswered.current && node && lost) node.focus();
+    wasAnswered.current = answered;
+  }, [answered]);
   const several = approval.actions.length > 1;
   const sending = Boolean(state?.sending);
   const status = answered
@@ -167,7 +177,7 @@ export function ApprovalCard({ approval, state, onDecide }: Props) {
 
   const allChosen = several && approval.actions.every((_, index) => chosen[index]);
   return (
-    <section className="approval" data-status={answered ? "answered" : "pending"} data-interrupt={approval.interruptId}
+    <section ref={card} tabIndex={-1} className="approval" data-status={answered ? "answered" : "pending"} data-interrupt={approval.interruptId}
              aria-label={`${answered ? "Approval" : "Approval needed"}: ${approval.actions.map((a) => a.name).join(", ")}`}>
       <header className="tool-call-head">
         <span className="tool-label">{answered ? "Approval" : "Approval needed"}</span>

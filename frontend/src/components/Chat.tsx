@@ -281,7 +281,7 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
     if (node && stickToBottom.current) node.scrollTop = node.scrollHeight;
   });
 
-  const runError = stream.error ? describeError(stream.error, config) : null;
+  const runError = stream.error && !approvals.shownInCard(stream.error) ? describeError(stream.error, config) : null;
   const empty = messages.length === 0 && !stream.isThreadLoading && !forking;
   const lastIsAi = messages.length > 0 && kindOf(messages[messages.length - 1]) === "ai";
 

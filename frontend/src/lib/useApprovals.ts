@@ -32,6 +32,8 @@ export interface Approvals {
   decide: (approval: Approval, decisions: Decision[]) => Promise<void>;
   approveAll: () => Promise<void>;
   sendingAll: boolean;
+  /** Whether an error the streaming client reports is an answer's refusal, already shown in its card. */
+  shownInCard: (error: unknown) => boolean;
 }
 
 function toolOf(approval: Approval): string {
@@ -45,6 +47,7 @@ export function useApprovals(stream: AnyStream, apiUrl: string, threadId: string
   const [loadError, setLoadError] = useState<string | null>(null);
   const [sendingAll, setSendingAll] = useState(false);
   const seen = useRef<Set<string> | null>(null);
+  const refusals = useRef<unknown[]>([]);
   const loads = useRef(0);
 
   const load = useCallback(async () => {
@@ -89,6 +92,7 @@ export function useApprovals(stream: AnyStream, apiUrl: string, threadId: string
       answered([id], { [id]: decisions });
       setAnnouncement(`${toolOf(approval)}: ${decisions.map((d) => DECISION_LABELS[d.type]).join(", ")}.`);
     } catch (error) {
+      refusals.current.push(error);
       const message = describeRespondError(error);
       setState([id], { error: message });
       setAnnouncement(message);
@@ -110,6 +114,7 @@ export function useApprovals(stream: AnyStream, apiUrl: string, threadId: string
       answered(ids, decisions);
       setAnnouncement(`Approved all ${pendingActions(pending)} tool calls.`);
     } catch (error) {
+      refusals.current.push(error);
       const message = describeRespondError(error);
       setState(ids, { error: message });
       setAnnouncement(message);
@@ -120,7 +125,10 @@ export function useApprovals(stream: AnyStream, apiUrl: string, threadId: string
   }, [list, stream, load]);
 
   const waiting = stream.isLoading ? 0 : pendingActions(list);
-  return { list, states, waiting, announcement, loadError, decide, approveAll, sendingAll };
+  // The streaming client also keeps a refused answer as the run's error: the card says it already.
+  const shownInCard = useCallback((error: unknown) => refusals.current.some((refusal) => refusal === error
+    || (refusal instanceof Error && error instanceof Error && refusal.message === error.message)), []);
+  return { list, states, waiting, announcement, loadError, decide, approveAll, sendingAll, shownInCard };
 }
 
 /** Where each approval's card goes: after the coordinator's call it asks about, or in a subagent's card. */
@@ -160,6 +168,6 @@ export function usePlacement(list: readonly Approval[], messages: readonly BaseM
 
 /** A subagent that waits for the person says so on its card. */
 export function waitingFor(subagent: SubagentView, asked: readonly Approval[] | undefined): SubagentView {
-  const waiting = asked?.some((a) => a.status === "pending") && subagent.status !== "running";
+  const waiting = asked?.some((a) => a.status === "pending") && !["running", "complete"].includes(subagent.status);
   return waiting ? { ...subagent, status: "waiting" } : subagent;
 }

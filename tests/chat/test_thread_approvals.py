@@ -36,9 +36,9 @@ def test_waiting_approvals_name_their_subagents_call_and_answered_ones_keep_thei
     assert by_tool["calculator"]["task_call_id"] == calls["math-whiz"]
     assert all(len(a["namespace"]) == 1 and a["response"] is None for a in waiting)
 
-    reject = {"decisions": [{"type": "reject", "message": "not now"}]}
+    reject, approve = {"decisions": [{"type": "reject", "message": "not now"}]}, {"decisions": [{"type": "approve"}]}
     responses = [{"interrupt_id": by_tool["calculator"]["interrupt_id"], "response": reject},
-                 {"interrupt_id": by_tool["search_web"]["interrupt_id"], "response": {"decisions": [{"type": "approve"}]}}]
+                 {"interrupt_id": by_tool["search_web"]["interrupt_id"], "response": approve}]
     assert command(base, thread, "input.respond", {"responses": responses}).json()["type"] == "success"
     assert wait_for_run_end(base, thread)["status"] == "completed"
     answered = {a["interrupt_id"]: a for a in approvals(base, thread).json()["approvals"]}

@@ -318,3 +318,34 @@ def test_approvals_read_and_answer_at_375_px(base, new_page, shoot):
     page.get_by_role("button", name="Approve all (2)").click()
     expect_answer(page, "42 * 17 = 714")
     shoot(page, "approvals-phone-answered")
+
+
+def test_one_request_about_two_delegations_takes_a_decision_for_each_then_sends_both(base, new_page, shoot):
+    page = new_page()
+    page.goto(f"{base}/chat/")
+    page.get_by_role("switch", name="Ask before using tools").check()
+    send(page, BOTH)
+    request = transcript(page).locator('article.msg-ai > .approval-list > section.approval[data-status="pending"]')
+    expect(request).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(request.locator(".approval-action")).to_have_count(2)
+    send_both = request.get_by_role("button", name="Send the 2 decisions")
+    expect(send_both).to_be_disabled()
+    research, math = request.locator(".approval-action").nth(0), request.locator(".approval-action").nth(1)
+    for name in ("researcher", "math-whiz"):
+        expect(subagent(page, name)).to_have_attribute("data-status", "waiting")
+    expect(research).to_contain_text('"subagent_type": "researcher"')
+    research.get_by_role("button", name="Approve", exact=True).click()
+    math.get_by_role("button", name="Reject", exact=True).click()
+    math.get_by_label("Reason for rejecting (the agent sees it)").fill("no math today")
+    math.get_by_role("button", name="Reject the call").click()
+    expect(math).to_contain_text("Your choice: rejected (“no math today”)")
+    shoot(page, "approvals-desktop-two-decisions")
+    send_both.click()
+
+    decided = transcript(page).locator('article.msg-ai > .approval-list > section.approval[data-status="answered"]')
+    expect(decided).to_contain_text("Approved: the tool ran as asked.")
+    expect(decided).to_contain_text("Rejected: “no math today”")
+    # The approved researcher then asks before its own search, in its card.
+    card_for(subagent(page, "researcher"), "search_web").get_by_role("button", name="Approve", exact=True).click(
+        timeout=RUN_TIMEOUT_MS)
+    expect_answer(page, "you rejected the call (no math today)", "abacus")

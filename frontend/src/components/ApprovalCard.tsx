@@ -16,6 +16,8 @@ type Mode = "view" | "edit" | "reject" | "respond";
 
 interface ReviewProps {
   action: ActionRequest;
+  /** "Call 1 of 2" when one request asks about several calls. */
+  position?: string;
   /** The decision already made for this call (answered approvals, or a choice among several calls). */
   decided: Decision | undefined;
   /** Whether `decided` was sent (otherwise it is a choice waiting for the other calls' decisions). */
@@ -31,7 +33,7 @@ const FORM_TITLES: Record<Exclude<Mode, "view">, { label: string; submit: string
 };
 
 /** One tool call under review: its arguments, and the decisions it allows as buttons, each with its small form. */
-function ActionReview({ action, decided, sent, disabled, onDecide }: ReviewProps) {
+function ActionReview({ action, position, decided, sent, disabled, onDecide }: ReviewProps) {
   const [mode, setMode] = useState<Mode>("view");
   const [text, setText] = useState("");
   const [problem, setProblem] = useState<string | null>(null);
@@ -85,6 +87,7 @@ function ActionReview({ action, decided, sent, disabled, onDecide }: ReviewProps
   const edited = decided?.type === "edit" ? decided.edited_action?.args : undefined;
   return (
     <div className="approval-action" data-tool={action.name}>
+      {position ? <p className="approval-position">{position}: <code className="tool-name">{action.name}</code></p> : null}
       {mode === "edit" && !decided ? null : (
         <div className="tool-part">
           <span className="tool-part-label">{edited ? "Arguments asked for" : "Arguments"}</span>
@@ -181,12 +184,16 @@ export function ApprovalCard({ approval, state, onDecide }: Props) {
              aria-label={`${answered ? "Approval" : "Approval needed"}: ${approval.actions.map((a) => a.name).join(", ")}`}>
       <header className="tool-call-head">
         <span className="tool-label">{answered ? "Approval" : "Approval needed"}</span>
-        {approval.actions.map((a, index) => <code key={index} className="tool-name" aria-hidden="true">{a.name}</code>)}
+        {[...new Set(approval.actions.map((a) => a.name))].map((name) => (
+          <code key={name} className="tool-name" aria-hidden="true">{name}</code>
+        ))}
+        {several ? <span className="approval-count">{approval.actions.length} calls</span> : null}
         <span className={`badge ${answered ? "badge-complete" : "badge-pending"}`}>{status}</span>
       </header>
       <div className="tool-call-body">
         {approval.actions.map((action, index) => (
           <ActionReview key={index} action={action} disabled={sending || answered} sent={answered}
+                        position={several ? `Call ${index + 1} of ${approval.actions.length}` : undefined}
                         decided={answered ? approval.decisions?.[index] : chosen[index]}
                         onDecide={(decision) => choose(index, decision)} />
         ))}

@@ -185,12 +185,9 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
   const renderCall = useCallback(
     (call: CallOf) => {
       if (call.name !== "task") return null;
-      const asked = placement.inSubagent.get(call.id);
-      // Its own calls wait inside it; the delegation itself waits after it, in the coordinator's turn.
-      const delegation = placement.afterCall.get(call.id) ?? [];
       return (
-        <SubagentCard stream={stream} subagent={waitingFor(subagentFor(call), [...(asked ?? []), ...delegation])}>
-          <ApprovalList items={asked} approvals={approvals} />
+        <SubagentCard stream={stream} subagent={waitingFor(subagentFor(call), placement)}>
+          <ApprovalList items={placement.inSubagent.get(call.id)} approvals={approvals} />
         </SubagentCard>
       );
     },
@@ -342,7 +339,7 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
               stream={stream}
               subagent={waitingFor({ id: snapshot.id, name: snapshot.name, taskInput: snapshot.taskInput, snapshot,
                                      status: subagentStatus(snapshot, running),
-                                     result: results.get(snapshot.id)?.content }, placement.inSubagent.get(snapshot.id))}
+                                     result: results.get(snapshot.id)?.content }, placement)}
             >
               <ApprovalList items={placement.inSubagent.get(snapshot.id)} approvals={approvals} />
             </SubagentCard>

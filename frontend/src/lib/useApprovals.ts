@@ -137,6 +137,8 @@ export interface Placement {
   inSubagent: Map<string, Approval[]>;
   /** Waiting approvals whose call the page does not show (yet): listed at the end of the conversation. */
   elsewhere: Approval[];
+  /** The coordinator's calls that wait: asked about, or their subagent asks. */
+  waiting: Set<string>;
 }
 
 export function usePlacement(list: readonly Approval[], messages: readonly BaseMessage[],
@@ -144,21 +146,26 @@ export function usePlacement(list: readonly Approval[], messages: readonly BaseM
   return useMemo(() => {
     const calls: CallOf[] = messages.filter((m) => kindOf(m) === "ai").flatMap((m) => toolCallsOf(m));
     const tasks = new Set([...calls.filter((c) => c.name === "task").map((c) => c.id), ...subagentIds]);
-    const placement: Placement = { afterCall: new Map(), inSubagent: new Map(), elsewhere: [] };
+    const placement: Placement = { afterCall: new Map(), inSubagent: new Map(), elsewhere: [], waiting: new Set() };
     const taken = new Set<string>();
     const add = (map: Map<string, Approval[]>, key: string, approval: Approval) =>
       map.set(key, [...(map.get(key) ?? []), approval]);
     for (const approval of list) {
+      const pending = approval.status === "pending";
       if (approval.namespace.length > 0 && approval.taskCallId && tasks.has(approval.taskCallId)) {
         add(placement.inSubagent, approval.taskCallId, approval);
+        if (pending) placement.waiting.add(approval.taskCallId);
         continue;
+      }
+      if (pending && approval.namespace.length === 0) {
+        calls.filter((c) => asksAbout(approval, c)).forEach((c) => placement.waiting.add(c.id));
       }
       const call = approval.namespace.length === 0
         ? calls.find((c) => !taken.has(c.id) && asksAbout(approval, c)) : undefined;
       if (call) {
         taken.add(call.id);
         add(placement.afterCall, call.id, approval);
-      } else if (approval.status === "pending") {
+      } else if (pending) {
         placement.elsewhere.push(approval);
       }
     }
@@ -166,8 +173,8 @@ export function usePlacement(list: readonly Approval[], messages: readonly BaseM
   }, [list, messages, subagentIds]);
 }
 
-/** A subagent that waits for the person says so on its card. */
-export function waitingFor(subagent: SubagentView, asked: readonly Approval[] | undefined): SubagentView {
-  const waiting = asked?.some((a) => a.status === "pending") && !["running", "complete"].includes(subagent.status);
+/** A subagent that waits for the person (for its delegation, or for one of its own calls) says so on its card. */
+export function waitingFor(subagent: SubagentView, placement: Placement): SubagentView {
+  const waiting = placement.waiting.has(subagent.id) && !["running", "complete"].includes(subagent.status);
   return waiting ? { ...subagent, status: "waiting" } : subagent;
 }

@@ -145,14 +145,14 @@ def interrupt_answers(*, thread_id: str) -> dict[str, object]:
     return dict(rows.values_list("interrupt_id", "response"))
 
 
-def task_call_ids(*, thread_id: str) -> dict[str, str]:
+def task_call_ids(*, thread_id: str, segments: Collection[str]) -> dict[str, str]:
     """Namespace segment `tools:<task>` → the id of the coordinator's tool call that task executed (a subagent's
-    `task` call runs its subagent there), from the `tool-started` events of the thread's log."""
+    `task` call runs its subagent there), from the `tool-started` events at those namespaces in the thread's log."""
     found: dict[str, str] = {}
-    rows = ChatEvent.objects.filter(thread_id=thread_id, channel="tools", namespace__startswith='["tools:')
+    namespaces = [orjson.dumps([segment]).decode() for segment in segments]
+    rows = ChatEvent.objects.filter(thread_id=thread_id, channel="tools", namespace__in=namespaces).order_by("seq")
     for namespace, payload in rows.values_list("namespace", "payload").iterator():
-        segments = orjson.loads(namespace)
         data = (orjson.loads(payload).get("params") or {}).get("data") or {}
-        if len(segments) == 1 and data.get("event") == "tool-started" and isinstance(data.get("tool_call_id"), str):
-            found.setdefault(segments[0], data["tool_call_id"])
+        if data.get("event") == "tool-started" and isinstance(data.get("tool_call_id"), str):
+            found.setdefault(orjson.loads(namespace)[0], data["tool_call_id"])
     return found

@@ -21,10 +21,11 @@ async def thread_approvals(served: ServedGraph, thread_id: str) -> list[dict[str
     pending = await pending_interrupts(served, thread_id)
     asked = await db_executor.run(selectors.interrupt_requests, thread_id=thread_id)
     answers = await db_executor.run(selectors.interrupt_answers, thread_id=thread_id)
-    tasks = await db_executor.run(selectors.task_call_ids, thread_id=thread_id)
     seen = {interrupt_id for interrupt_id, _, _ in asked}
     # Asked by a run whose events are gone (retention) or never stored: the checkpoint still says what it asks.
     asked += [(i.id, i.namespace, i.value) for i in pending.values() if i.id not in seen]
+    segments = {namespace[0] for _, namespace, _ in asked if namespace}
+    tasks = await db_executor.run(selectors.task_call_ids, thread_id=thread_id, segments=segments)
     approvals = []
     for interrupt_id, namespace, request in asked:
         if interrupt_id in pending:

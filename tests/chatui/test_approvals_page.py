@@ -349,3 +349,24 @@ def test_one_request_about_two_delegations_takes_a_decision_for_each_then_sends_
     card_for(subagent(page, "researcher"), "search_web").get_by_role("button", name="Approve", exact=True).click(
         timeout=RUN_TIMEOUT_MS)
     expect_answer(page, "you rejected the call (no math today)", "abacus")
+
+
+def test_an_answer_the_server_refuses_shows_its_reason_in_the_card_and_can_be_given_again(base, new_page):
+    page = new_page()
+    waiting = ask(page, base)
+
+    # The server's review config is the judge: an answer it does not allow comes back invalid_argument.
+    def disallowed(route):
+        body = json.loads(route.request.post_data or "{}")
+        if body.get("method") != "input.respond":
+            return route.continue_()
+        body["params"]["response"]["decisions"] = [{"type": "ignore"}]
+        route.continue_(post_data=json.dumps(body))
+
+    page.route("**/commands", disallowed)
+    waiting.get_by_role("button", name="Approve", exact=True).click()
+    expect(waiting.get_by_role("alert")).to_contain_text("The server refused this answer: Decision 0 of interrupt")
+    expect(waiting).to_have_attribute("data-status", "pending")
+    page.unroute("**/commands")
+    waiting.get_by_role("button", name="Approve", exact=True).click()
+    expect_answer(page, "42 * 17 = 714")

@@ -103,7 +103,8 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
   const threadKey = stream.threadId ?? threadId;
   const idle = !running && !switching && !stream.isThreadLoading;
   const approvals = useApprovals(stream, config.apiUrl, threadKey);
-  const placement = usePlacement(view ? [] : approvals.list, messages, [...stream.subagents.keys()]);
+  const subagentIds = useMemo(() => [...stream.subagents.keys()], [stream.subagents]);
+  const placement = usePlacement(view ? [] : approvals.list, messages, subagentIds);
   const ask = useAskFirst(threadKey);
   const blockedReason = view ? null : waitingReason(approvals.waiting);
 
@@ -323,7 +324,9 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
           ) : null}
           <MessageList messages={messages} toolCalls={view ? [] : stream.toolCalls} active={running && !view}
                        renderCall={renderCall} actions={actions}
-                       afterCall={(call) => <ApprovalList items={placement.afterCall.get(call.id)} approvals={approvals} />} />
+                       afterCall={(call) => (
+                         <ApprovalList items={placement.afterCall.get(call.id)} approvals={approvals} />
+                       )} />
           <ApprovalList items={placement.elsewhere} approvals={approvals} />
           {view ? (
             <p className="muted branch-note" role="status">

@@ -20,6 +20,7 @@ from chat.graph_runtime import get_served_graph
 from chat.hub import BATCH_BYTES, Subscriber, hubs, wait_event
 from chat.sse_consumer import BadBody, ChatConsumer, parse_json, validated
 from chat.subscriptions import parse_subscription
+from chat.thread_approvals import thread_approvals
 from core.daphne_compat import ResponseFlow, response_flow
 
 log = logging.getLogger("chat.consumers")
@@ -63,6 +64,19 @@ class BranchesConsumer(ChatConsumer):
             await self.send_json(200, branch_map(nodes, head))
         except NoSuchCheckpoint as exc:
             await self.send_error(404, "no_such_checkpoint", str(exc))
+
+
+class ApprovalsConsumer(ChatConsumer):
+    """GET /api/threads/:id/approvals: the approvals the thread waits on and those already answered, with their
+    answers (chat/thread_approvals.py), so the page shows the same cards after a reload."""
+
+    methods = ("GET",)
+
+    async def respond(self, body: bytes) -> None:
+        caller = await self.caller()
+        thread = await db_executor.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
+        approvals = await thread_approvals(get_served_graph(thread.graph_name), thread.id)
+        await self.send_json(200, {"approvals": approvals})
 
 
 class CommandsConsumer(ChatConsumer):

@@ -71,6 +71,7 @@ def chat_page(request: HttpRequest) -> HttpResponse:
         "username": user.get_username() if user else None,
         "allowAnonymous": settings.CHAT_ALLOW_ANONYMOUS,
         "loginUrl": reverse("chatpage:login"),
+        "approveTools": list(settings.CHAT_APPROVE_TOOLS),
     }
     context = {"page_config": page_config, "offline_model": page_config["offlineModel"],
                "allow_anonymous": settings.CHAT_ALLOW_ANONYMOUS, "bundle_version": bundle_version()}

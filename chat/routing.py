@@ -1,8 +1,9 @@
 """The chat's ASGI routes, which `http_routes` puts ahead of Django (config/asgi.py, deployments/serving/asgi.py).
 
-Only what must outlive a Django view is here: the protocol's commands, its SSE stream and the page's branch map, plus
-the examples' thread list (GET /api/threads). A thread's state, history, reads, renaming and deletion, and run
-cancellation, are the Agent Server API's (agentserver/), which answers the examples' calls on those paths too.
+Only what must outlive a Django view is here: the protocol's commands, its SSE stream, the page's branch map and
+approvals, plus the examples' thread list (GET /api/threads). A thread's state, history, reads, renaming and
+deletion, and run cancellation, are the Agent Server API's (agentserver/), which answers the examples' calls on those
+paths too.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ consumer_routes = [
     *protocol_routes("api/"),
     # The chat page's branch map.
     asgi_route(_THREAD.format(prefix="api/") + r"/branches/?$", consumer_app(consumers.BranchesConsumer)),
+    # The chat page's approvals, pending and answered.
+    asgi_route(_THREAD.format(prefix="api/") + r"/approvals/?$", consumer_app(consumers.ApprovalsConsumer)),
     # The protocol's commands with a thread id that can name no thread: its consumers refuse them in the protocol's
     # shape (chat.sse_consumer.thread_id_problem), not Django with the Agent Server's.
     asgi_route(r"^api/threads/(?P<thread_id>(?:(?!/runs/).)+)/commands/?$", commands_app),

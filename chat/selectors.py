@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from chat import event_sql
 from chat.access import Caller
-from chat.models import ChatEvent, ChatRun, ChatThread
+from chat.models import ChatEvent, ChatInterrupt, ChatRun, ChatThread
 from chat.services import thread_not_found, thread_owned_by
 from chat.wire import StoredEvent
 
@@ -123,4 +123,36 @@ def interrupt_namespaces(*, thread_id: str, interrupt_ids: Collection[str]) -> d
             found[interrupt_id] = orjson.loads(namespace)
             if len(found) == len(wanted):
                 break
+    return found
+
+
+def interrupt_requests(*, thread_id: str) -> list[tuple[str, list[str], object]]:
+    """The thread's `input.requested` events still in its log, oldest first, one per interrupt:
+    (interrupt id, namespace, payload)."""
+    found: dict[str, tuple[str, list[str], object]] = {}
+    rows = ChatEvent.objects.filter(thread_id=thread_id, channel="input").order_by("seq")
+    for namespace, payload in rows.values_list("namespace", "payload").iterator():
+        data = (orjson.loads(payload).get("params") or {}).get("data") or {}
+        interrupt_id = data.get("interrupt_id")
+        if isinstance(interrupt_id, str) and interrupt_id not in found:
+            found[interrupt_id] = (interrupt_id, orjson.loads(namespace), data.get("payload"))
+    return list(found.values())
+
+
+def interrupt_answers(*, thread_id: str) -> dict[str, object]:
+    """interrupt id → the answer `input.respond` gave it, for the thread's answered interrupts."""
+    rows = ChatInterrupt.objects.filter(thread_id=thread_id, answered_at__isnull=False)
+    return dict(rows.values_list("interrupt_id", "response"))
+
+
+def task_call_ids(*, thread_id: str, segments: Collection[str]) -> dict[str, str]:
+    """Namespace segment `tools:<task>` → the id of the coordinator's tool call that task executed (a subagent's
+    `task` call runs its subagent there), from the `tool-started` events at those namespaces in the thread's log."""
+    found: dict[str, str] = {}
+    namespaces = [orjson.dumps([segment]).decode() for segment in segments]
+    rows = ChatEvent.objects.filter(thread_id=thread_id, channel="tools", namespace__in=namespaces).order_by("seq")
+    for namespace, payload in rows.values_list("namespace", "payload").iterator():
+        data = (orjson.loads(payload).get("params") or {}).get("data") or {}
+        if data.get("event") == "tool-started" and isinstance(data.get("tool_call_id"), str):
+            found.setdefault(orjson.loads(namespace)[0], data["tool_call_id"])
     return found

@@ -134,7 +134,8 @@ let commandId = 1_000_000;
  * thread afterwards sees the new branch and the run in progress.
  */
 export async function startFork(apiUrl: string, threadId: string, checkpointId: string,
-                                input: Record<string, unknown> | null): Promise<string> {
+                                input: Record<string, unknown> | null,
+                                configurable: Record<string, unknown> = {}): Promise<string> {
   const response = await fetch(`${threadUrl(apiUrl, threadId)}/commands`, {
     method: "POST",
     credentials: "same-origin",
@@ -142,7 +143,7 @@ export async function startFork(apiUrl: string, threadId: string, checkpointId: 
     body: JSON.stringify({
       id: ++commandId,
       method: "run.start",
-      params: { assistant_id: "agent", input, config: { configurable: { checkpoint_id: checkpointId } } },
+      params: { assistant_id: "agent", input, config: { configurable: { ...configurable, checkpoint_id: checkpointId } } },
     }),
   });
   if (!response.ok) throw await failure(response, "Could not start the run");

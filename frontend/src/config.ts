@@ -11,6 +11,8 @@ export interface PageConfig {
   username: string | null;
   allowAnonymous: boolean;
   loginUrl: string;
+  /** The tools the server asks about before running them (CHAT_APPROVE_TOOLS). */
+  approveTools: string[];
 }
 
 export function readConfig(): PageConfig {
@@ -23,5 +25,6 @@ export function readConfig(): PageConfig {
     username: raw.username ?? null,
     allowAnonymous: raw.allowAnonymous ?? true,
     loginUrl: raw.loginUrl ?? "/chat/login/",
+    approveTools: Array.isArray(raw.approveTools) ? raw.approveTools : [],
   };
 }

@@ -6,6 +6,9 @@ import { type BranchMap, getBranches, messagesAt, startFork } from "../api";
 import type { PageConfig } from "../config";
 import { describeError } from "../lib/errors";
 import { type CallOf, kindOf, toolCallsOf, toolResultsById } from "../lib/messages";
+import { useApprovals, usePlacement, waitingFor } from "../lib/useApprovals";
+import { ApprovalList } from "./ApprovalCard";
+import { ApprovalControls, useAskFirst, waitingReason } from "./ApprovalControls";
 import { Composer } from "./Composer";
 import { BranchSwitcher, type TranscriptActions } from "./MessageActions";
 import { MessageList, turnEnds } from "./MessageList";
@@ -99,6 +102,11 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
   const results = useMemo(() => toolResultsById(messages), [messages]);
   const threadKey = stream.threadId ?? threadId;
   const idle = !running && !switching && !stream.isThreadLoading;
+  const approvals = useApprovals(stream, config.apiUrl, threadKey);
+  const subagentIds = useMemo(() => [...stream.subagents.keys()], [stream.subagents]);
+  const placement = usePlacement(view ? [] : approvals.list, messages, subagentIds);
+  const ask = useAskFirst(threadKey);
+  const blockedReason = view ? null : waitingReason(approvals.waiting);
 
   const loadBranches = useCallback(
     async (head: string | null) => {
@@ -148,7 +156,7 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
       setForking(true);
       setActionError(null);
       try {
-        await startFork(config.apiUrl, threadKey, checkpointId, input);
+        await startFork(config.apiUrl, threadKey, checkpointId, input, ask.runConfig?.configurable);
         onThreadsChanged();
         onReload();
       } catch (error) {
@@ -156,7 +164,7 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
         setForking(false);
       }
     },
-    [config, onReload, onThreadsChanged, threadKey],
+    [config, onReload, onThreadsChanged, threadKey, ask.runConfig],
   );
 
   // Cards for the coordinator's `task` calls, in the order the calls were made.
@@ -176,8 +184,15 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
   );
 
   const renderCall = useCallback(
-    (call: CallOf) => (call.name === "task" ? <SubagentCard stream={stream} subagent={subagentFor(call)} /> : null),
-    [stream, subagentFor],
+    (call: CallOf) => {
+      if (call.name !== "task") return null;
+      return (
+        <SubagentCard stream={stream} subagent={waitingFor(subagentFor(call), placement)}>
+          <ApprovalList items={placement.inSubagent.get(call.id)} approvals={approvals} />
+        </SubagentCard>
+      );
+    },
+    [stream, subagentFor, placement, approvals],
   );
 
   // Subagents the client discovered before the message that started them arrived.
@@ -192,11 +207,12 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
         void fork(view.head, { messages: [{ type: "human", content: text }] });
         return;
       }
-      stream.submit({ messages: [new HumanMessage(text)] }).catch((error: unknown) => {
+      if (blockedReason) return;  // the composer already said why
+      stream.submit({ messages: [new HumanMessage(text)] }, { config: ask.runConfig }).catch((error: unknown) => {
         setActionError(describeError(error, config).message);
       });
     },
-    [stream, config, view, fork],
+    [stream, config, view, fork, blockedReason, ask.runConfig],
   );
 
   const ends = useMemo(() => turnEnds(messages), [messages]);
@@ -208,7 +224,8 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
     [branches, messages],
   );
   const actions: TranscriptActions = {
-    idle,
+    // Editing or regenerating while the agent waits would leave its questions unanswered.
+    idle: idle && !blockedReason,
     switcher: (index) => {
       const found = (branches?.forks ?? []).filter((f) => {
         const at = messages[f.message_index];
@@ -262,7 +279,7 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
     if (node && stickToBottom.current) node.scrollTop = node.scrollHeight;
   });
 
-  const runError = stream.error ? describeError(stream.error, config) : null;
+  const runError = stream.error && !approvals.shownInCard(stream.error) ? describeError(stream.error, config) : null;
   const empty = messages.length === 0 && !stream.isThreadLoading && !forking;
   const lastIsAi = messages.length > 0 && kindOf(messages[messages.length - 1]) === "ai";
 
@@ -306,7 +323,11 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
             </div>
           ) : null}
           <MessageList messages={messages} toolCalls={view ? [] : stream.toolCalls} active={running && !view}
-                       renderCall={renderCall} actions={actions} />
+                       renderCall={renderCall} actions={actions}
+                       afterCall={(call) => (
+                         <ApprovalList items={placement.afterCall.get(call.id)} approvals={approvals} />
+                       )} />
+          <ApprovalList items={placement.elsewhere} approvals={approvals} />
           {view ? (
             <p className="muted branch-note" role="status">
               You are looking at an earlier version of this conversation. A message sent now continues it from here.
@@ -319,9 +340,12 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
             <SubagentCard
               key={snapshot.id}
               stream={stream}
-              subagent={{ id: snapshot.id, name: snapshot.name, taskInput: snapshot.taskInput, snapshot,
-                          status: subagentStatus(snapshot, running), result: results.get(snapshot.id)?.content }}
-            />
+              subagent={waitingFor({ id: snapshot.id, name: snapshot.name, taskInput: snapshot.taskInput, snapshot,
+                                     status: subagentStatus(snapshot, running),
+                                     result: results.get(snapshot.id)?.content }, placement)}
+            >
+              <ApprovalList items={placement.inSubagent.get(snapshot.id)} approvals={approvals} />
+            </SubagentCard>
           ))}
           {running && !lastIsAi ? (
             <p className="working" role="status"><span className="spinner" aria-hidden="true" /> The agent is working…</p>
@@ -337,7 +361,10 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
           {actionError ? <div className="error-box" role="alert"><p>{actionError}</p></div> : null}
         </div>
       </div>
-      <Composer running={running} stopping={stopping} onSend={send} onStop={stop} canStop={!forking} />
+      <ApprovalControls approvals={approvals} askFirst={ask.askFirst} onAskFirst={ask.setAskFirst}
+                        serverTools={config.approveTools} />
+      <Composer running={running} stopping={stopping} onSend={send} onStop={stop} canStop={!forking}
+                blockedReason={blockedReason} />
     </div>
   );
 }

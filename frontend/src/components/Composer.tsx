@@ -1,5 +1,7 @@
 import { type FormEvent, type KeyboardEvent, useEffect, useRef, useState } from "react";
 
+import { ComposerNotice } from "./ApprovalControls";
+
 interface Props {
   running: boolean;
   stopping: boolean;
@@ -7,12 +9,16 @@ interface Props {
   onStop: () => void;
   /** False while a run is only being started: there is nothing to stop yet. */
   canStop?: boolean;
+  /** Why a message cannot be sent now (the agent waits for approvals): sending is refused with it. */
+  blockedReason?: string | null;
 }
 
 /** The message box: Enter sends, Shift+Enter adds a line; sending waits for the run to end, Stop cancels it. */
-export function Composer({ running, stopping, onSend, onStop, canStop = true }: Props) {
+export function Composer({ running, stopping, onSend, onStop, canStop = true, blockedReason = null }: Props) {
   const [text, setText] = useState("");
+  const [refused, setRefused] = useState(false);
   const box = useRef<HTMLTextAreaElement>(null);
+  useEffect(() => setRefused(false), [blockedReason]);
   const canSend = !running && text.trim().length > 0;
 
   useEffect(() => {
@@ -24,6 +30,8 @@ export function Composer({ running, stopping, onSend, onStop, canStop = true }: 
 
   function send() {
     if (!canSend) return;
+    setRefused(Boolean(blockedReason));
+    if (blockedReason) return;
     onSend(text.trim());
     setText("");
     box.current?.focus();
@@ -54,9 +62,10 @@ export function Composer({ running, stopping, onSend, onStop, canStop = true }: 
         onChange={(event) => setText(event.target.value)}
         onKeyDown={onKeyDown}
       />
+      <ComposerNotice blockedReason={blockedReason} refused={refused} />
       <span id="composer-hint" className="composer-hint">Enter sends · Shift+Enter adds a line</span>
       <span id="composer-state" className="visually-hidden">
-        {running ? "The agent is working: you can send once it has finished, or stop it." : ""}
+        {running ? "The agent is working: you can send once it has finished, or stop it." : blockedReason ?? ""}
       </span>
       <div className="composer-actions">
         {running && canStop ? (

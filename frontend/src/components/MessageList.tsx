@@ -1,6 +1,6 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import type { AssembledToolCall } from "@langchain/react";
-import type { ReactNode } from "react";
+import { Fragment, type ReactNode } from "react";
 
 import {
   type CallOf,
@@ -26,6 +26,8 @@ interface Props {
   active: boolean;
   /** Renders a call itself (the coordinator's `task` calls become subagent cards); null = a tool call card. */
   renderCall?: (call: CallOf) => ReactNode | null;
+  /** What follows a call's card (the approval cards of the coordinator's calls). */
+  afterCall?: (call: CallOf) => ReactNode;
   /** Human messages to leave out (a subagent's task is already in its card's header). */
   skipHumanText?: string;
   /** Copy, edit, regenerate and branch switching (the root transcript only). */
@@ -62,7 +64,7 @@ function callView(call: CallOf, live: AssembledToolCall | undefined, result: Too
 }
 
 /** A transcript: human turns, assistant turns (thinking, markdown text, tool calls); tool results sit in their call. */
-export function MessageList({ messages, toolCalls, active, renderCall, skipHumanText, actions }: Props) {
+export function MessageList({ messages, toolCalls, active, renderCall, afterCall, skipHumanText, actions }: Props) {
   const results = toolResultsById(messages);
   const ends = turnEnds(messages);
   const live = new Map(toolCalls.map((call) => [call.callId ?? call.id, call]));
@@ -89,8 +91,13 @@ export function MessageList({ messages, toolCalls, active, renderCall, skipHuman
             {text ? <Markdown text={text} /> : null}
             {calls.map((call) => {
               const custom = renderCall?.(call);
-              if (custom) return <div key={call.id}>{custom}</div>;
-              return <ToolCallCard key={call.id} call={callView(call, live.get(call.id), results.get(call.id), active)} />;
+              return (
+                <Fragment key={call.id}>
+                  {custom ? <div>{custom}</div>
+                    : <ToolCallCard call={callView(call, live.get(call.id), results.get(call.id), active)} />}
+                  {afterCall?.(call)}
+                </Fragment>
+              );
             })}
             {endsTurn && actions ? (
               <AnswerActions index={index} text={text} pending={active && index === lastAi} actions={actions} />

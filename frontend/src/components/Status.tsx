@@ -1,6 +1,6 @@
 // Status words, not colour alone: every badge says what it means.
 
-export type Status = "pending" | "running" | "complete" | "error" | "stopped";
+export type Status = "pending" | "running" | "complete" | "error" | "stopped" | "waiting";
 
 const LABELS: Record<Status, string> = {
   pending: "Starting",
@@ -8,6 +8,7 @@ const LABELS: Record<Status, string> = {
   complete: "Complete",
   error: "Error",
   stopped: "Stopped",
+  waiting: "Waiting for approval",
 };
 
 export function StatusBadge({ status }: { status: Status }) {

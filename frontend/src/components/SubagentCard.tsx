@@ -1,6 +1,6 @@
 import type { AnyStream, SubagentDiscoverySnapshot } from "@langchain/react";
 import { useMessages, useToolCalls } from "@langchain/react";
-import { useId, useState } from "react";
+import { type ReactNode, useId, useState } from "react";
 
 import { MessageList } from "./MessageList";
 import { type Status, StatusBadge } from "./Status";
@@ -29,7 +29,8 @@ function SubagentDetail({ stream, snapshot, taskInput }: { stream: AnyStream; sn
 }
 
 /** A subagent's card: its name, task and status; expanding it streams the subagent's own messages and tool calls. */
-export function SubagentCard({ stream, subagent }: { stream: AnyStream; subagent: SubagentView }) {
+export function SubagentCard({ stream, subagent, children }: { stream: AnyStream; subagent: SubagentView;
+                                                                children?: ReactNode }) {
   const [expanded, setExpanded] = useState(false);
   const detailId = useId();
   return (
@@ -48,6 +49,8 @@ export function SubagentCard({ stream, subagent }: { stream: AnyStream; subagent
         <p className="subagent-task"><span className="subagent-task-label">Task:</span> {subagent.taskInput}</p>
       ) : null}
       {subagent.result && !expanded ? <p className="subagent-result">{subagent.result}</p> : null}
+      {/* The subagent's own approvals, shown whether or not its details are. */}
+      {children}
       <div id={detailId} className="subagent-detail" hidden={!expanded}>
         {expanded && subagent.snapshot ? (
           <SubagentDetail stream={stream} snapshot={subagent.snapshot} taskInput={subagent.taskInput} />

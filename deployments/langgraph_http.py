@@ -15,7 +15,7 @@ DISABLE_FLAGS = ("disable_assistants", "disable_threads", "disable_runs", "disab
                  "disable_a2a", "disable_meta", "disable_ui", "disable_webhooks")
 # Documented by the CLI's schema but with nothing to act on here: accepted, and the build log says so.
 IGNORED = ("configurable_headers", "logging_headers", "middleware_order", "enable_custom_route_auth",
-           "mount_prefix", "disable_event_streaming")
+           "disable_event_streaming")
 CORS_LISTS = ("allow_origins", "allow_methods", "allow_headers", "expose_headers")
 _ATTR = re.compile(r"^[A-Za-z_][\w.]*$")
 _MODULE = re.compile(r"^[A-Za-z_][\w.]*$")
@@ -36,7 +36,7 @@ def check(raw: object, *, config_dir: Path, root: Path, warnings: list[str]) -> 
     for key in http:
         if key in IGNORED:
             warnings.append(f"http.{key} is not supported by this server and is ignored.")
-        elif key not in (*DISABLE_FLAGS, "app", "cors"):
+        elif key not in (*DISABLE_FLAGS, "app", "cors", "mount_prefix"):
             warnings.append(f"http.{key} is not a documented key of langgraph.json's \"http\"; it is ignored.")
     for flag in DISABLE_FLAGS:
         if flag in http and not isinstance(http[flag], bool):
@@ -45,6 +45,10 @@ def check(raw: object, *, config_dir: Path, root: Path, warnings: list[str]) -> 
         _app(http["app"], config_dir, root)
     if http.get("cors") is not None:
         http["cors"] = _cors(http["cors"])
+    prefix = http.get("mount_prefix")
+    if prefix is not None and (not isinstance(prefix, str) or not re.fullmatch(r"(/[\w.~-]+)+", prefix)):
+        raise HttpConfigError(f"http.mount_prefix must start with '/' and not end with '/', e.g. \"/my-api\"; "
+                              f"got {prefix!r}.")
     return http
 
 

@@ -6,6 +6,7 @@ disables, and its CORS rules, composed around the built-in routes as the Agent S
   "middleware_first" order). Only /ok, /docs, /openapi.json and /metrics stay the server's.
 - `http.disable_*` removes a group's routes: they answer 404 unless the project's app serves the path.
 - `http.cors` replaces the default CORS rules for every route (deployments/serving/cors.py).
+- `http.mount_prefix` serves every route under the prefix; /ok stays at the root too, for the health check.
 
 The project's routes sit behind the same authentication as the built-in ones: the deployment's proxy checks the
 API key before a request reaches this process, and the process refuses what lacks the proxy's token.
@@ -45,6 +46,11 @@ _UNSHADOWABLE = re.compile(r"^/(ok|docs|openapi\.json|metrics)/?$")
 _OK = re.compile(r"^/ok/?$")
 
 
+def route_path(scope) -> str:
+    """The request's path below the prefix the app is mounted at (ASGI's root_path)."""
+    return scope["path"].removeprefix(scope.get("root_path", "") or "") or "/"
+
+
 def route_group(path: str) -> str | None:
     """The `disable_*` flag that removes `path`'s route, or None."""
     relative = path.lstrip("/")
@@ -69,7 +75,7 @@ class DisabledGroups:
         self.app, self.disabled = app, disabled
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and route_group(scope["path"]) in self.disabled:
+        if scope["type"] == "http" and route_group(route_path(scope)) in self.disabled:
             return await send_json(send, 404, {"detail": "Not Found"})
         return await self.app(scope, receive, send)
 
@@ -146,7 +152,7 @@ class MetaFirst:
         self.first = _OK if meta_disabled else _UNSHADOWABLE
 
     async def __call__(self, scope, receive, send):
-        target = self.builtin if scope["type"] == "http" and self.first.match(scope["path"]) else self.app
+        target = self.builtin if scope["type"] == "http" and self.first.match(route_path(scope)) else self.app
         return await target(scope, receive, send)
 
 
@@ -165,6 +171,24 @@ class PreflightOnly:
         return await self.app(scope, receive, send)
 
 
+class MountPrefix:
+    """Every route under http.mount_prefix (its own root_path, as a mounted ASGI app's), and /ok at the root."""
+
+    def __init__(self, app: ASGIApp, builtin: ASGIApp, prefix: str):
+        self.app, self.builtin, self.prefix = app, builtin, prefix
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        path = route_path(scope)
+        if path == self.prefix or path.startswith(self.prefix + "/"):
+            root_path = (scope.get("root_path", "") or "") + self.prefix
+            return await self.app({**scope, "root_path": root_path}, receive, send)
+        if _OK.match(path):
+            return await self.builtin(scope, receive, send)
+        return await send_json(send, 404, {"detail": "Not Found"})
+
+
 def compose(builtin: ASGIApp, http: dict) -> ASGIApp:
     """The built-in routes with the `http` section of langgraph.json applied (the section as it is, when empty)."""
     disabled = {flag for flag in GROUPS if http.get(flag)}
@@ -172,6 +196,8 @@ def compose(builtin: ASGIApp, http: dict) -> ASGIApp:
     if http.get("app"):
         app = MetaFirst(with_custom_app(load_custom_app(http["app"]), app), app,
                         meta_disabled="disable_meta" in disabled)
+    if http.get("mount_prefix"):
+        app = MountPrefix(app, builtin, http["mount_prefix"])
     cors = CorsRules(**http["cors"]) if http.get("cors") is not None else None
     if cors is not None:
         app = cors.wrap(app)

@@ -133,6 +133,32 @@ def _cors_follows_http_cors(http: httpx.Client, keyed: dict) -> None:
     assert foreign.status_code == 200 and "Access-Control-Allow-Origin" not in foreign.headers
 
 
+@pytest.mark.live
+def test_mount_prefix_moves_every_route_under_it_and_disable_meta_frees_the_meta_paths(stack_factory, workspace,
+                                                                                       tmp_path):
+    owner = api_key_create(workspaces=[workspace])[1]
+    stack = stack_factory()
+    http_section = {"app": "./src/agent/webapp.py:app", "mount_prefix": "/my-api", "disable_meta": True,
+                    "disable_assistants": True}
+    custom_url = _deploy(Api(stack.url, owner), tmp_path, {**CONFIG, "http": http_section})
+    with httpx.Client(base_url=custom_url, timeout=30, trust_env=False, headers={"X-Api-Key": owner}) as http:
+        assert http.get("/my-api/hello").json()["hello"] == "world"
+        assert http.get("/hello").status_code == 404
+        assert http.post("/my-api/threads", json={}).status_code == 200
+        assert http.post("/threads", json={}).status_code == 404
+        assert http.post("/my-api/assistants/search", json={}).status_code == 404
+        # disable_meta: no /openapi.json or /docs, the project's /info, and /ok still answers (at the root too).
+        assert http.get("/my-api/openapi.json").status_code == 404
+        assert http.get("/my-api/docs").status_code == 404
+        assert http.get("/my-api/info").json() == {"custom_info": True}
+        assert http.get("/my-api/ok").json()["ok"] is True
+        assert http.get("/ok").json()["ok"] is True
+        # No http.cors: a preflight without a key is refused as before.
+        preflight = http.options("/my-api/hello", headers={"X-Api-Key": "", "Origin": ORIGIN,
+                                                           "Access-Control-Request-Method": "GET"})
+        assert preflight.status_code == 401
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("http, cause", [
     ({"app": "./src/agent/webapp.py:missing"}, "http.app"),
@@ -154,17 +180,18 @@ def test_a_wrong_http_section_fails_the_build_with_a_message_naming_the_key(inte
 
 def test_the_http_section_is_checked_before_the_build(tmp_path):
     root = make_project(tmp_path / "p", config={**CONFIG, "http": {
-        "app": "./webapp.py:app", "disable_meta": True, "mount_prefix": "/api", "cors": {"max_age": 60}}},
+        "app": "./webapp.py:app", "disable_meta": True, "configurable_headers": {}, "cors": {"max_age": 60}}},
         files={"webapp.py": WEBAPP})
     config = langgraph_config.load(source_root=root, config_path="langgraph.json")
     assert config.http["app"] == "./webapp.py:app"
     assert config.http["disable_meta"] is True and config.http["cors"] == {"max_age": 60}
-    assert any("mount_prefix" in warning for warning in config.warnings)
+    assert any("configurable_headers" in warning for warning in config.warnings)
     for bad, message in [({"disable_runs": "yes"}, "http.disable_runs must be true or false"),
                          ({"app": "../outside.py:app"}, "points outside the project"),
                          ({"app": "webapp"}, "http.app: expected"),
                          ({"cors": {"allow_origin_regex": "("}}, "not a valid regular expression"),
                          ({"cors": {"allow_all": True}}, "http.cors.allow_all is not a CORS setting"),
+                         ({"mount_prefix": "/api/"}, "http.mount_prefix must start with '/' and not end with '/'"),
                          ([], "\"http\" must be an object")]:
         make_project(root, config={**CONFIG, "http": bad}, files={"webapp.py": WEBAPP})
         with pytest.raises(langgraph_config.ConfigError, match=message.replace(".", r"\.").replace("(", r"\(")):

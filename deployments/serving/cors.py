@@ -100,8 +100,7 @@ class CorsRules:
         added = self._allow_origin(origin, mirror=mirror)
         if self.expose:
             added.append((b"access-control-expose-headers", self.expose.encode("latin-1")))
-        result = kept + added
-        return _vary_origin(result) if mirror else result
+        return _vary_origin(kept + added)
 
     def wrap(self, app):
         """`app` behind these rules: preflights answered here, CORS headers set on every other answer."""

@@ -4,15 +4,20 @@ groups answering 404, CORS per `http.cors`, and a wrong `http.app` failing the b
 
 from __future__ import annotations
 
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import httpx
 import pytest
 
 from accounts.services import api_key_create
 from deployments import langgraph_config
 from deployments.models import Revision
-from tests.deployments.support_projects import CONFIG, make_project, tarball
+from tests.deployments.support_projects import CONFIG, deploy_project, make_project
 from tests.deployments.test_live import Api
 from tests.deployments.test_pipeline import deploy_variant, logs
+from tests.support_processes import wait_for
 
 WEBAPP = '''
 from contextlib import asynccontextmanager
@@ -63,20 +68,36 @@ HTTP = {
 
 def _deploy(api: Api, tmp_path, config: dict) -> str:
     project = make_project(tmp_path / "project", config=config, files={"src/agent/webapp.py": WEBAPP})
-    deployment = api.create({"name": "custom-routes", "source": "internal_source", "source_revision_config": {},
-                             "source_config": {"deployment_type": "dev"}, "secrets": []})
-    object_path = api.upload(deployment["id"], tarball(project))
-    revision = api.call("PATCH", f"/v2/deployments/{deployment['id']}", json={
-        "revision_source": "internal_source",
-        "source_revision_config": {"source_tarball_path": object_path, "langgraph_config_path": "langgraph.json"},
-    })["latest_revision_id"]
-    api.wait_status(deployment["id"], revision, "DEPLOYED")
-    return api.call("GET", f"/v2/deployments/{deployment['id']}")["source_config"]["custom_url"]
+    # Webhooks pass the egress guard: the tests' receiver on loopback is allowlisted.
+    return deploy_project(api, project, name="custom-routes",
+                          secrets=[{"name": "EGRESS_ALLOWLIST", "value": "127.0.0.1"}])
+
+
+@pytest.fixture
+def webhook_receiver():
+    """(url, bodies received, an Event set by the first one): a webhook endpoint on loopback."""
+    received: list[dict] = []
+    arrived = threading.Event()
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self):
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(204)
+            self.end_headers()
+            arrived.set()
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_port}/hook", received, arrived
+    httpd.shutdown()
 
 
 @pytest.mark.live
 def test_a_project_app_is_served_beside_the_agent_server_behind_the_deployment_key(stack_factory, workspace,
-                                                                                  tmp_path):
+                                                                                  tmp_path, webhook_receiver):
     owner = api_key_create(workspaces=[workspace])[1]
     no_chat = api_key_create(workspaces=[workspace], permissions=["deployments:read"])[1]
     stack = stack_factory()
@@ -105,6 +126,11 @@ def test_a_project_app_is_served_beside_the_agent_server_behind_the_deployment_k
         assert http.put("/store/items", json={"namespace": ["a"], "key": "k", "value": {}},
                         headers=keyed).status_code == 404
         assert http.get("/no-such-path", headers=keyed).status_code == 404
+        # Webhooks are on (this section does not disable them).
+        url, received, arrived = webhook_receiver
+        run = http.post("/runs", json={"assistant_id": "agent", "input": {}, "webhook": url}, headers=keyed)
+        assert run.status_code == 200 and arrived.wait(60)
+        assert received[0]["run_id"] == run.json()["run_id"]
 
         _cors_follows_http_cors(http, keyed)
 
@@ -135,11 +161,11 @@ def _cors_follows_http_cors(http: httpx.Client, keyed: dict) -> None:
 
 @pytest.mark.live
 def test_mount_prefix_moves_every_route_under_it_and_disable_meta_frees_the_meta_paths(stack_factory, workspace,
-                                                                                       tmp_path):
+                                                                                       tmp_path, webhook_receiver):
     owner = api_key_create(workspaces=[workspace])[1]
     stack = stack_factory()
     http_section = {"app": "./src/agent/webapp.py:app", "mount_prefix": "/my-api", "disable_meta": True,
-                    "disable_assistants": True}
+                    "disable_assistants": True, "disable_webhooks": True}
     custom_url = _deploy(Api(stack.url, owner), tmp_path, {**CONFIG, "http": http_section})
     with httpx.Client(base_url=custom_url, timeout=30, trust_env=False, headers={"X-Api-Key": owner}) as http:
         assert http.get("/my-api/hello").json()["hello"] == "world"
@@ -157,6 +183,16 @@ def test_mount_prefix_moves_every_route_under_it_and_disable_meta_frees_the_meta
         preflight = http.options("/my-api/hello", headers={"X-Api-Key": "", "Origin": ORIGIN,
                                                            "Access-Control-Request-Method": "GET"})
         assert preflight.status_code == 401
+        _webhooks_are_not_called(http, webhook_receiver)
+
+
+def _webhooks_are_not_called(http: httpx.Client, webhook_receiver) -> None:
+    """disable_webhooks: the run executes, its webhook is not called. A stateless run nobody waits for has its
+    thread removed by the after-run hook that follows the webhook's: once it is gone, a webhook would have come."""
+    url, received, _ = webhook_receiver
+    run = http.post("/my-api/runs", json={"assistant_id": "agent", "input": {}, "webhook": url}).json()
+    assert wait_for(lambda: http.get(f"/my-api/threads/{run['thread_id']}").status_code == 404, timeout=60)
+    assert received == []
 
 
 @pytest.mark.django_db(transaction=True)

@@ -4,10 +4,6 @@ groups answering 404, CORS per `http.cors`, and a wrong `http.app` failing the b
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import httpx
 import pytest
 
@@ -71,28 +67,6 @@ def _deploy(api: Api, tmp_path, config: dict) -> str:
     # Webhooks pass the egress guard: the tests' receiver on loopback is allowlisted.
     return deploy_project(api, project, name="custom-routes",
                           secrets=[{"name": "EGRESS_ALLOWLIST", "value": "127.0.0.1"}])
-
-
-@pytest.fixture
-def webhook_receiver():
-    """(url, bodies received, an Event set by the first one): a webhook endpoint on loopback."""
-    received: list[dict] = []
-    arrived = threading.Event()
-
-    class Receiver(BaseHTTPRequestHandler):
-        def do_POST(self):
-            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(204)
-            self.end_headers()
-            arrived.set()
-
-        def log_message(self, *args):
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_port}/hook", received, arrived
-    httpd.shutdown()
 
 
 @pytest.mark.live

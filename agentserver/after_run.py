@@ -8,6 +8,7 @@ import asyncio
 import logging
 import uuid
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -52,7 +53,8 @@ def webhook_send(*, url: str, payload: dict) -> int:
 
 async def call_webhook(request, status: str) -> None:
     url = (request.kwargs or {}).get("webhook")
-    if request.kind != "agent_server" or not url:
+    # langgraph.json's http.disable_webhooks: the run still executes, its webhook is not called.
+    if request.kind != "agent_server" or not url or settings.LANGGRAPH_HTTP.get("disable_webhooks"):
         return
     payload = await db_executor.run(webhook_payload, run_id=request.run_id)
     if payload is None:

@@ -69,12 +69,7 @@ def load_graph(spec: str, *, checkpointer: Any) -> ServedGraph:
     Raises:
         GraphLoadError: the spec is malformed, the module or attribute is missing, or it is not a graph.
     """
-    module, attr = _import_target(spec)
-    target: Any = module
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            raise GraphLoadError(f"Graph spec {spec!r}: {module.__name__} has no attribute {attr!r}.")
-        target = getattr(target, part)
+    module, target = import_object(spec)
     graph = _as_graph(target, checkpointer, spec)
     transformers: list[Callable] = list(BASE_TRANSFORMERS)
     factory = getattr(module, "stream_transformers", None)
@@ -83,30 +78,46 @@ def load_graph(spec: str, *, checkpointer: Any) -> ServedGraph:
     return ServedGraph(spec=spec, graph=graph, transformers=transformers)
 
 
-def _import_target(spec: str):
+def import_object(spec: str, *, what: str = "Graph spec") -> tuple[Any, Any]:
+    """The module and the object that `package.module:attr` or `./path.py:attr` names (also a project's own ASGI
+    app, langgraph.json's http.app); `what` starts the error messages.
+
+    Raises:
+        GraphLoadError: the spec is malformed, or the module or attribute is missing.
+    """
+    module, attr = _import_target(spec, what)
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise GraphLoadError(f"{what} {spec!r}: {module.__name__} has no attribute {attr!r}.")
+        target = getattr(target, part)
+    return module, target
+
+
+def _import_target(spec: str, what: str):
     path_part, sep, attr = spec.strip().rpartition(":")
     if not sep or not path_part or not attr:
-        raise GraphLoadError(f"Graph spec {spec!r} must look like 'package.module:attr' or './path.py:attr'.")
+        raise GraphLoadError(f"{what} {spec!r} must look like 'package.module:attr' or './path.py:attr'.")
     if path_part.endswith(".py") or "/" in path_part:
-        return _import_file(path_part, spec), attr
+        return _import_file(path_part, spec, what), attr
     try:
         return importlib.import_module(path_part), attr
     except ImportError as exc:
-        raise GraphLoadError(f"Graph spec {spec!r}: cannot import {path_part}: {exc}") from exc
+        raise GraphLoadError(f"{what} {spec!r}: cannot import {path_part}: {exc}") from exc
 
 
-def _import_file(raw_path: str, spec: str):
+def _import_file(raw_path: str, spec: str, what: str):
     path = Path(raw_path).expanduser()
     candidates = [path] if path.is_absolute() else [Path.cwd() / path, Path(settings.BASE_DIR) / path]
     found = next((p.resolve() for p in candidates if p.is_file()), None)
     if found is None:
-        raise GraphLoadError(f"Graph spec {spec!r}: no file {raw_path} (looked in {', '.join(map(str, candidates))}).")
+        raise GraphLoadError(f"{what} {spec!r}: no file {raw_path} (looked in {', '.join(map(str, candidates))}).")
     name = "chat_graph_" + hashlib.sha256(str(found).encode()).hexdigest()[:12]
     if name in sys.modules:
         return sys.modules[name]
     module_spec = importlib.util.spec_from_file_location(name, found)
     if module_spec is None or module_spec.loader is None:
-        raise GraphLoadError(f"Graph spec {spec!r}: {found} cannot be imported as a Python module.")
+        raise GraphLoadError(f"{what} {spec!r}: {found} cannot be imported as a Python module.")
     module = importlib.util.module_from_spec(module_spec)
     # Registered first: dataclasses and pickling look the module up by name while it executes.
     sys.modules[name] = module
@@ -116,7 +127,7 @@ def _import_file(raw_path: str, spec: str):
         module_spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[name]
-        raise GraphLoadError(f"Graph spec {spec!r}: {found} failed to import: {type(exc).__name__}: {exc}") from exc
+        raise GraphLoadError(f"{what} {spec!r}: {found} failed to import: {type(exc).__name__}: {exc}") from exc
     return module
 
 

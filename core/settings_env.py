@@ -12,6 +12,7 @@ channel layer, the database cache and an offline scripted model.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -299,6 +300,9 @@ CHAT_RUN_STALE_SECONDS = env_int("CHAT_RUN_STALE_SECONDS", 30)
 # Origins whose browser pages may call the Agent Server API (agentserver/cors.py): comma-separated, "*" for any;
 # empty (the default) answers no CORS. Never with credentials: cookies stay same-site.
 AGENT_SERVER_CORS_ALLOW_ORIGINS = env_list("AGENT_SERVER_CORS_ALLOW_ORIGINS")
+# The `http` section of a revision's langgraph.json (custom routes, disabled route groups, CORS, webhooks), which the
+# runner passes to the revision's serving process after the build checked it (deployments/langgraph_http.py).
+LANGGRAPH_HTTP: dict = json.loads(os.environ.get("LANGGRAPH_HTTP") or "{}")
 CHAT_SWEEP_SECONDS = env_int("CHAT_SWEEP_SECONDS", 10)
 # Where runs execute: "web" (every server process runs an executor: the embedded default) or "worker" (only
 # run_worker processes do; web processes accept and stream). chat/run_queue.py.

@@ -119,4 +119,7 @@ def check_graphs(*, python: Path, config: ProjectConfig, env: dict, sink, should
     code = run_logged(command, env=env, cwd=config.directory, sink=sink, should_stop=should_stop,
                       timeout=settings.DEPLOY_BUILD_TIMEOUT_SECONDS)
     if code != 0:
-        raise BuildFailed(f"The graphs failed to load (exit code {code}): see the build log.")
+        # The command's own one-line reason (CommandError), when it gave one.
+        reason = next((line.removeprefix("CommandError: ") for line in reversed(sink.tail)
+                       if line.startswith("CommandError: ")), "")
+        raise BuildFailed(f"Loading the project failed (exit code {code}): {reason or 'see the build log.'}")

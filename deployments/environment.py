@@ -43,8 +43,9 @@ def pip_env(*, home: Path) -> dict[str, str]:
 
 
 def serving_env(*, revision: Revision, home: Path, data_dir: Path, venv_bin: Path, port: int | None = None,
-                token: str = "") -> dict[str, str]:
-    """The environment of a revision's graph check and serving process."""
+                token: str = "", http: dict | None = None) -> dict[str, str]:
+    """The environment of a revision's graph check and serving process; `http` is langgraph.json's checked `http`
+    section (ProjectConfig.http)."""
     deployment = revision.deployment
     env = {s["name"]: s["value"] for s in json.loads(revision.secrets or "[]")}
     env.update(base_env(home=home, venv_bin=venv_bin))
@@ -70,6 +71,8 @@ def serving_env(*, revision: Revision, home: Path, data_dir: Path, venv_bin: Pat
     })
     if token:
         env["SERVE_GRAPHS_TOKEN"] = token
+    if http:
+        env["LANGGRAPH_HTTP"] = json.dumps(http)
     if port:
         env["SERVE_GRAPHS_PORT"] = str(port)
     env.update(_tracing_env(revision))

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from deployments import langgraph_http
+
 # Top-level packages of this service: a project module with one of these names would be shadowed.
 SERVICE_PACKAGES = frozenset({"config", "core", "accounts", "tracing", "exports", "deployments", "chat", "agentauth"})
 _MODULE_SPEC = re.compile(r"^[A-Za-z_][\w.]*$")
@@ -28,6 +30,8 @@ class ProjectConfig:
     requirements: list[str] = field(default_factory=list)
     local_dependencies: list[Path] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # The checked `http` section (deployments/langgraph_http.py); empty when absent.
+    http: dict = field(default_factory=dict)
 
     @property
     def directory(self) -> Path:
@@ -71,6 +75,11 @@ def load(*, source_root: Path, config_path: str) -> ProjectConfig:
     config = ProjectConfig(path=path, graphs=_graphs(data, path, root))
     _dependencies(data, config, root)
     _python_version(data, config)
+    try:
+        config.http = langgraph_http.check(data.get("http"), config_dir=path.parent, root=root,
+                                           warnings=config.warnings)
+    except langgraph_http.HttpConfigError as exc:
+        raise ConfigError(str(exc)) from None
     return config
 
 

@@ -5,6 +5,9 @@ to the old process or to the new one. Responses are streamed chunk by chunk (SSE
 as it is produced), and a client that disconnects closes the upstream request. Callers need an
 API key of the deployment's workspace with `chat:use`; the key, tenant header and cookies are not
 passed on to the tenant's code, which gets a per-process token proving the request came from here.
+
+A CORS preflight carries no API key (browsers send none): it is passed on marked X-Serving-Preflight, and the
+revision answers it from langgraph.json's http.cors alone, without running the project's code or the API.
 """
 
 from __future__ import annotations
@@ -29,17 +32,25 @@ log = logging.getLogger("deployments.proxy")
 # Hop-by-hop headers (RFC 9110 §7.6.1) and what must not reach the tenant's process.
 _DROP_REQUEST = {"host", "connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer",
                  "transfer-encoding", "upgrade", "content-length", "x-api-key", "x-tenant-id", "cookie",
-                 "authorization", "x-serving-token"}
+                 "authorization", "x-serving-token", "x-serving-preflight"}
 _DROP_RESPONSE = {"connection", "keep-alive", "transfer-encoding", "upgrade", "trailer", "content-length",
                   "set-cookie"}
+MISSING_KEY = "Missing API key: send it in the X-Api-Key header."
 _TIMEOUT = httpx.Timeout(connect=5.0, read=None, write=30.0, pool=5.0)
+
+
+def _is_unauthenticated_preflight(request) -> bool:
+    return (request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers
+            and "Origin" in request.headers and not request.headers.get("X-Api-Key"))
 
 
 def _resolve(request, deployment_id: str):
     """Authenticate the caller and find the revision to send the request to (runs in a thread)."""
+    if _is_unauthenticated_preflight(request):
+        return _preflight_upstream(deployment_id)
     principal = principal_from_headers(request.headers.get("X-Api-Key"), request.headers.get("X-Tenant-Id"))
     if principal is None:
-        raise _Reject(401, "Missing API key: send it in the X-Api-Key header.")
+        raise _Reject(401, MISSING_KEY)
     workspace = principal.workspace
     if not principal.has_permission("chat:use"):
         raise _Reject(403, "This API key lacks the 'chat:use' permission.")
@@ -47,6 +58,18 @@ def _resolve(request, deployment_id: str):
     upstream = get_runner().upstream(target.revision) if target.revision else None
     if upstream is None:
         raise _Reject(503, f"Deployment ID {target.deployment.id} has no revision deployed yet.")
+    return upstream
+
+
+def _preflight_upstream(deployment_id: str):
+    """The revision a preflight goes to; a caller without a key learns nothing else (every other case is 401)."""
+    try:
+        target = selectors.proxy_target(workspace=None, deployment_id=parse_path_uuid(deployment_id, "deployment_id"))
+    except (ServiceError, RequestValidationError):
+        raise _Reject(401, MISSING_KEY) from None
+    upstream = get_runner().upstream(target.revision) if target.revision else None
+    if upstream is None:
+        raise _Reject(401, MISSING_KEY)
     return upstream
 
 
@@ -67,6 +90,8 @@ async def deployment_proxy(request, deployment_id: str, subpath: str | None = No
         return error_response(exc.status_code, str(exc.detail))
     headers = {k: v for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST}
     headers.update(upstream.headers)
+    if _is_unauthenticated_preflight(request):
+        headers["X-Serving-Preflight"] = "1"
     headers["X-Forwarded-Prefix"] = f"/deployments/{deployment_id}"
     url = upstream.base_url + (subpath or "/")
     client = httpx.AsyncClient(timeout=_TIMEOUT, trust_env=False)

@@ -115,11 +115,13 @@ class ProxyTarget:
     revision: Revision | None
 
 
-def proxy_target(*, workspace: Workspace, deployment_id: uuid.UUID) -> ProxyTarget:
-    """The deployment a proxied request goes to, and its active revision (None: nothing deployed yet)."""
-    deployment = (Deployment.objects.select_related("active_revision")
-                  .filter(workspace=workspace, id=deployment_id)
-                  .exclude(status=Deployment.Status.AWAITING_DELETE).first())
+def proxy_target(*, workspace: Workspace | None, deployment_id: uuid.UUID) -> ProxyTarget:
+    """The deployment a proxied request goes to, and its active revision (None: nothing deployed yet).
+    `workspace` None (a CORS preflight, which carries no API key) finds it in any workspace."""
+    deployments = Deployment.objects.select_related("active_revision").filter(id=deployment_id)
+    if workspace is not None:
+        deployments = deployments.filter(workspace=workspace)
+    deployment = deployments.exclude(status=Deployment.Status.AWAITING_DELETE).first()
     if deployment is None:
         raise deployment_not_found(deployment_id)
     return ProxyTarget(deployment, deployment.active_revision)

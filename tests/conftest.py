@@ -18,6 +18,7 @@ from rest_framework.test import APIClient
 from accounts.services import api_key_create, workspace_create
 from tests.support_processes import ChildProcess, LiveServer, server_fixture
 from tests.support_s3 import S3Server
+from tests.support_webhooks import webhook_receiver  # noqa: F401 (a fixture, for every test module)
 
 
 @pytest.fixture(autouse=True)

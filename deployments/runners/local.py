@@ -121,6 +121,8 @@ class LocalProcessRunner:
         for warning in config.warnings:
             ctx.log(warning, "WARNING")
         ctx.log(f"Graphs: {', '.join(f'{k} ({v})' for k, v in config.graphs.items())}")
+        if config.http.get("app"):
+            ctx.log("Custom routes: the project's own app (http.app) is served beside the Agent Server API.")
         arguments, on_path = build.pip_targets(config)
         python = build.create_venv(dirs.venv, extra_paths=on_path)
         ctx.log(f"Created the environment {dirs.venv.name} (Python {sys.version_info.major}.{sys.version_info.minor}).")
@@ -136,7 +138,7 @@ class LocalProcessRunner:
             else:
                 ctx.log("No dependencies to install beyond the service's own packages.")
             env = environment.serving_env(revision=revision, home=dirs.home, data_dir=dirs.data,
-                                          venv_bin=python.parent)
+                                          venv_bin=python.parent, http=config.http)
             build.check_graphs(python=python, config=config, env=env, sink=ctx.sink, should_stop=ctx.should_stop)
         except build.BuildFailed as exc:
             raise StepFailed(str(exc)) from None
@@ -145,12 +147,17 @@ class LocalProcessRunner:
     def start(self, ctx: StepContext) -> None:
         revision, dirs = ctx.revision, self.dirs(ctx.revision)
         self.stop(revision)
-        config_path = (dirs.src / _required(revision.langgraph_config_path, "langgraph_config_path")).resolve()
+        relative_config = _required(revision.langgraph_config_path, "langgraph_config_path")
+        config_path = (dirs.src / relative_config).resolve()
         if not dirs.python.exists() or not config_path.is_file():
             raise StepFailed("The build output of this revision is missing; redeploy it to build it again.")
+        try:
+            http = langgraph_config.load(source_root=dirs.src, config_path=relative_config).http
+        except langgraph_config.ConfigError as exc:
+            raise StepFailed(f"Invalid {revision.langgraph_config_path}: {exc}") from None
         port, token = _free_port(), secrets.token_urlsafe(32)
         env = environment.serving_env(revision=revision, home=dirs.home, data_dir=dirs.data,
-                                      venv_bin=dirs.python.parent, port=port, token=token)
+                                      venv_bin=dirs.python.parent, port=port, token=token, http=http)
         command = [str(dirs.python), str(Path(settings.BASE_DIR) / "manage.py"), "serve_graphs",
                    "--config", str(config_path), "--port", str(port)]
         process = popen(command, env=env, cwd=config_path.parent)

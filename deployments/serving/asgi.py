@@ -2,10 +2,11 @@
 
 No admin, no /v2, no /api/v1: the Agent Server API (agentserver/) at the root and under /api, the
 chat protocol's consumers under /api/threads and the JS client's default protocol paths at the root
-(chat.routing.http_routes puts them ahead of Django), and a health check. When SERVE_GRAPHS_TOKEN is set
-(always, when the runner starts it), every request but /ok must carry it in X-Serving-Token: the
-process listens on loopback, and the token keeps other local processes from bypassing the proxy's
-authentication.
+(chat.routing.http_routes puts them ahead of Django), and a health check; with langgraph.json's `http`
+section applied around them (custom_routes.py: the project's own app, disabled route groups, CORS). When
+SERVE_GRAPHS_TOKEN is set (always, when the runner starts it), every request but /ok must carry it in
+X-Serving-Token: the process listens on loopback, and the token keeps other local processes from bypassing the
+proxy's authentication.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import secrets
 
 import django
+from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deployments.serving.settings")
@@ -47,6 +49,7 @@ from core.asgi_routes import asgi_route  # noqa: E402
 from core.daphne_compat import disable_twisted_form_parsing  # noqa: E402
 from core.heap import freeze_loaded_objects  # noqa: E402
 from core.protocol_errors import error_body  # noqa: E402
+from deployments.serving.custom_routes import compose  # noqa: E402
 
 disable_twisted_form_parsing()
 
@@ -76,9 +79,11 @@ class RequireServingToken:
         return await self.app(scope, receive, send)
 
 
-routes = [asgi_route(r"^ok/?$", ok), *http_routes(django_app, at_root_too=True), asgi_route(r"", django_app)]
+builtin_routes = URLRouter([asgi_route(r"^ok/?$", ok), *http_routes(django_app, at_root_too=True),
+                            asgi_route(r"", django_app)])
 application = RequireServingToken(
-    ExecutorStarter(ProtocolTypeRouter({"http": URLRouter(routes)})),
+    # langgraph.json's `http` section: the project's own app, disabled route groups, CORS (custom_routes.py).
+    ExecutorStarter(ProtocolTypeRouter({"http": compose(builtin_routes, settings.LANGGRAPH_HTTP)})),
     os.environ.get("SERVE_GRAPHS_TOKEN"),
 )
 # Last: what is loaded by now lives as long as the process, and full collections need not walk it again and again.

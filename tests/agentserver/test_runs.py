@@ -4,9 +4,7 @@ stream (every stream mode), join, cancel, the multitask strategies and stateless
 from __future__ import annotations
 
 import asyncio
-import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import orjson
@@ -200,27 +198,6 @@ def test_joining_a_resumable_runs_stream_replays_it_and_resumes_after_the_last_e
     assert rest == whole[3:]
     # "-1" (what the JS SDK's useStream sends to rejoin after a reload) replays the run from its start.
     assert sdk(collect(client.runs.join_stream(thread["thread_id"], run["run_id"], last_event_id="-1"))) == whole
-
-
-@pytest.fixture
-def webhook_receiver():
-    received: list[dict] = []
-    arrived = threading.Event()
-
-    class Receiver(BaseHTTPRequestHandler):
-        def do_POST(self):
-            received.append(orjson.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(204)
-            self.end_headers()
-            arrived.set()
-
-        def log_message(self, *args):
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_port}/hook", received, arrived
-    httpd.shutdown()
 
 
 def test_a_runs_webhook_gets_the_ended_run_with_the_threads_values(sdk, webhook_receiver):

@@ -86,9 +86,14 @@ def deploy_test_project(api, tmp_path: Path, *, name: str) -> str:
     from tests.agentserver.support_sdk import PROJECT
     from tests.support_processes import BASE_DIR
 
+    return deploy_project(api, shutil.copytree(BASE_DIR / PROJECT, tmp_path / "project"), name=name)
+
+
+def deploy_project(api, project: Path, *, name: str, secrets: list[dict] | None = None) -> str:
+    """Deploy the project folder `project` from a tarball through `api`; the deployment's stable URL once its
+    revision is DEPLOYED."""
     deployment = api.create({"name": name, "source": "internal_source", "source_revision_config": {},
-                             "source_config": {"deployment_type": "dev"}, "secrets": []})
-    project = shutil.copytree(BASE_DIR / PROJECT, tmp_path / "project")
+                             "source_config": {"deployment_type": "dev"}, "secrets": secrets or []})
     object_path = api.upload(deployment["id"], tarball(project))
     revision = api.call("PATCH", f"/v2/deployments/{deployment['id']}", json={
         "revision_source": "internal_source",

@@ -1,0 +1,200 @@
+"""Approvals on a real model's path: `CHAT_MODEL=openai:gpt-5.4-mini` against a scripted OpenAI-compatible server on
+loopback (tests/chat/support_openai_server.py), so langchain-openai streams the coordinator's Responses API output
+(reasoning summaries, function calls) and the subagents' chat completions (tool-call chunks) over real HTTP.
+
+Each decision is checked where the model sees it: the next request the server receives carries the tool's result
+with the edited arguments, or the rejection's message."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.agentserver.support_sdk import SdkClient
+from tests.chat.support_chat import (
+    CHAT_ENV,
+    command,
+    last_run_events,
+    new_thread,
+    replay,
+    start_run,
+    wait_for_run_end,
+)
+from tests.chat.support_openai_server import REJECTED, ScriptedOpenAI
+from tests.support_processes import LiveServer
+
+pytestmark = pytest.mark.live
+MATH = "Calculate 42 * 17"
+BOTH = "Research the abacus, and separately calculate 42 * 17."
+APPROVE = {"decisions": [{"type": "approve"}]}
+# A proxy nobody listens on: a request for anything but loopback (NO_PROXY) fails instead of leaving the machine.
+NOWHERE = "http://127.0.0.1:9"
+
+
+@pytest.fixture(scope="module")
+def openai_server():
+    server = ScriptedOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def chat_server(openai_server, django_db_setup, django_db_blocker, tmp_path_factory):
+    env = {**CHAT_ENV, "CHAT_MODEL": "openai:gpt-5.4-mini", "OPENAI_BASE_URL": openai_server.base_url,
+           "OPENAI_API_KEY": "sk-scripted-loopback", "CHAT_APPROVE_TOOLS": "calculator,search_web",
+           "HTTP_PROXY": NOWHERE, "HTTPS_PROXY": NOWHERE, "ALL_PROXY": NOWHERE, "NO_PROXY": "127.0.0.1,localhost",
+           "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false"}
+    with django_db_blocker.unblock():
+        started = LiveServer(env=env, log_path=tmp_path_factory.mktemp("openai-chat") / "server.log").start()
+    yield started
+    started.stop()
+
+
+@pytest.fixture(autouse=True)
+def fresh_requests(openai_server):
+    """Each test reads only the requests its own runs sent."""
+    with openai_server.lock:
+        openai_server.requests.clear()
+    return openai_server
+
+
+def run_until_waiting(base: str, thread: str, text: str = MATH, **params) -> list[dict]:
+    start_run(base, thread, text, **params)
+    assert wait_for_run_end(base, thread)["status"] == "interrupted"
+    return [e for e in last_run_events(replay(base, thread)) if e["method"] == "input.requested"]
+
+
+def answer(base: str, thread: str, request: dict, decision: dict) -> None:
+    body = command(base, thread, "input.respond", {
+        "namespace": request["params"]["namespace"], "interrupt_id": request["params"]["data"]["interrupt_id"],
+        "response": {"decisions": [decision]}}).json()
+    assert body["type"] == "success", body
+    assert wait_for_run_end(base, thread)["status"] == "completed"
+
+
+def reply(base: str, thread: str) -> str:
+    content = command(base, thread, "state.get").json()["result"]["values"]["messages"][-1]["content"]
+    return content if isinstance(content, str) else " ".join(b.get("text", "") for b in content if b.get("text"))
+
+
+def tool_results(openai_server: ScriptedOpenAI, tool: str) -> list[str]:
+    """What the model offering `tool` was sent as tool results, in its newest request."""
+    *_, newest = openai_server.seen(tool)
+    return [m.content for m in newest.messages if m.role == "tool"]
+
+
+def test_the_coordinator_streams_reasoning_and_a_subagents_tool_call_waits_with_the_models_arguments(
+        base, openai_server):
+    thread = new_thread()
+    (request,) = run_until_waiting(base, thread)
+    action = request["params"]["data"]["payload"]["action_requests"][0]
+    # The arguments were assembled from the streamed tool-call chunks.
+    assert (action["name"], action["args"]) == ("calculator", {"expression": "42 * 17"})
+    assert request["params"]["namespace"][0].startswith("tools:")
+    # The coordinator spoke the Responses API, the subagent chat completions, both streamed.
+    paths = [(r.path, r.body.get("stream")) for r in openai_server.requests]
+    assert paths == [("/v1/responses", True), ("/v1/chat/completions", True)]
+    events = replay(base, thread, {"channels": ["messages"]})
+    assert "**Delegating** I will ask math-whiz." in reasoning_text(events)
+
+
+def reasoning_text(events: list[dict]) -> str:
+    """The reasoning the coordinator's message events carried."""
+    text = []
+    for event in events:
+        data = event["params"]["data"]
+        block = data.get("content_block") or data.get("delta") or {}
+        if event["params"]["namespace"] == [] and "reasoning" in str(block.get("type", "")):
+            text.append(block.get("reasoning", "") or block.get("text", ""))
+    return "".join(text)
+
+
+def test_approving_a_subagents_call_runs_it_and_the_model_is_sent_its_result(base, openai_server):
+    thread = new_thread()
+    (request,) = run_until_waiting(base, thread)
+    answer(base, thread, request, {"type": "approve"})
+    assert tool_results(openai_server, "calculator") == ["714"]
+    assert "The calculator returned: 714" in tool_results(openai_server, "task")[0]
+    assert reply(base, thread).startswith("Subagent reported: The calculator returned: 714")
+
+
+def test_an_edited_call_runs_with_the_edited_arguments(base, openai_server):
+    thread = new_thread()
+    (request,) = run_until_waiting(base, thread)
+    answer(base, thread, request, {"type": "edit", "edited_action": {"name": "calculator",
+                                                                    "args": {"expression": "6 * 7"}}})
+    (result,) = tool_results(openai_server, "calculator")
+    assert "6 * 7" in result and result.rstrip().endswith("42") and "714" not in result
+    assert "42" in reply(base, thread) and "714" not in reply(base, thread)
+
+
+def test_a_rejected_call_does_not_run_and_the_model_is_sent_the_reason(base, openai_server):
+    thread = new_thread()
+    (request,) = run_until_waiting(base, thread)
+    answer(base, thread, request, {"type": "reject", "message": "not now"})
+    (result,) = tool_results(openai_server, "calculator")
+    assert result.startswith(REJECTED) and "not now" in result
+    text = reply(base, thread)
+    assert "instead I will report that I did not use it" in text and "714" not in text
+    assert not any(e["params"]["data"].get("tool_name") == "calculator"
+                   for e in replay(base, thread, {"channels": ["tools"]}))
+
+
+@pytest.mark.parametrize(("decision", "expected"), [
+    ({"type": "approve"}, "714"),
+    ({"type": "edit", "edited_action": {"name": "task", "args": {"description": "Calculate 6 * 7",
+                                                                 "subagent_type": "math-whiz"}}}, "42"),
+])
+def test_the_coordinators_delegation_approved_or_edited_reaches_the_subagent(base, openai_server, decision,
+                                                                             expected):
+    thread = new_thread()
+    (request,) = run_until_waiting(base, thread, config={"configurable": {"approve_tools": ["task"]}})
+    assert request["params"]["namespace"] == []
+    assert request["params"]["data"]["payload"]["action_requests"][0]["name"] == "task"
+    answer(base, thread, request, decision)
+    (math_request,) = openai_server.seen("calculator")[:1]
+    assert math_request.messages[-1].content == decision.get("edited_action", {}).get(
+        "args", {}).get("description", MATH)
+    assert reply(base, thread).rstrip().endswith(expected)
+
+
+def test_the_coordinators_rejected_delegation_is_sent_back_to_it_with_the_reason(base, openai_server):
+    thread = new_thread()
+    (request,) = run_until_waiting(base, thread, config={"configurable": {"approve_tools": ["task"]}})
+    answer(base, thread, request, {"type": "reject", "message": "no delegating"})
+    assert openai_server.seen("calculator") == []
+    (result,) = tool_results(openai_server, "task")
+    assert result.startswith(REJECTED) and "no delegating" in result
+    assert "instead I will answer without a subagent" in reply(base, thread)
+
+
+def test_two_subagents_waiting_at_once_are_resumed_by_one_sdk_command(base, openai_server):
+    client = SdkClient("sync", f"{base}/api")
+    try:
+        thread_id = client.threads.create()["thread_id"]
+        client.runs.wait(thread_id, "agent", input={"messages": [{"type": "human", "content": BOTH}]})
+        interrupts = client.threads.get_state(thread_id)["interrupts"]
+        names = {i["value"]["action_requests"][0]["name"]: i["id"] for i in interrupts}
+        assert sorted(names) == ["calculator", "search_web"]
+        edit = {"decisions": [{"type": "edit", "edited_action": {"name": "calculator",
+                                                                  "args": {"expression": "6 * 7"}}}]}
+        reject = {"decisions": [{"type": "reject", "message": "no web today"}]}
+        client.runs.wait(thread_id, "agent", command={"resume": {names["calculator"]: edit,
+                                                                 names["search_web"]: reject}})
+        assert client.threads.get(thread_id)["status"] == "idle"
+    finally:
+        client.close()
+    (calculated,) = tool_results(openai_server, "calculator")
+    (searched,) = tool_results(openai_server, "search_web")
+    assert calculated.rstrip().endswith("42") and "no web today" in searched
+    reported = tool_results(openai_server, "task")
+    assert len(reported) == 2 and any("42" in r for r in reported) and any("rejected" in r for r in reported)
+
+
+def test_no_request_left_loopback(base, openai_server):
+    thread = new_thread()
+    (request,) = run_until_waiting(base, thread)
+    answer(base, thread, request, {"type": "approve"})
+    # Every model call reached the scripted server, with the dummy key, and the run completed.
+    assert len(openai_server.requests) == 4
+    assert httpx.get(f"{base}/api/threads/{thread}").json()["status"] == "idle"

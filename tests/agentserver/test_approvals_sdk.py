@@ -103,3 +103,33 @@ def test_an_interrupt_asked_on_the_protocol_is_resumed_by_the_sdk_and_the_other_
     assert answered["type"] == "success", answered
     assert wait_for_run_end(server.url, thread_id, headers=headers)["status"] == "completed"
     assert "6 * 7 = 42" in final_text(client, thread_id)
+
+
+def test_two_subagents_asked_on_the_protocol_are_answered_by_one_command_and_the_other_way_round(server, client):
+    headers = {"X-Api-Key": client.key}
+    thread_id = client.threads.create()["thread_id"]
+    started = command(server.url, thread_id, "run.start", {
+        "input": BOTH, "config": guarded("calculator", "search_web")}, headers=headers).json()
+    assert started["type"] == "success", started
+    assert wait_for_run_end(server.url, thread_id, headers=headers)["status"] == "interrupted"
+    interrupts = client.threads.get_state(thread_id)["interrupts"]
+    reject = {"decisions": [{"type": "reject", "message": "no web today"}]}
+    client.runs.wait(thread_id, "agent", command={"resume": {
+        i["id"]: APPROVE if i["value"]["action_requests"][0]["name"] == "calculator" else reject
+        for i in interrupts}})
+    text = final_text(client, thread_id)
+    assert "42 * 17 = 714" in text and "no web today" in text
+
+    # The next turn asks both through the SDK; one input.respond batch answers them in their namespaces.
+    client.runs.wait(thread_id, "agent", input=BOTH, config=guarded("calculator", "search_web"))
+    waiting = client.threads.get_state(thread_id)["interrupts"]
+    asked = {e["params"]["data"]["interrupt_id"]: e["params"]["namespace"]
+             for e in replay(server.url, thread_id, {"channels": ["input"]}, headers=headers)}
+    answered = command(server.url, thread_id, "input.respond", {"responses": [
+        {"namespace": asked[i["id"]], "interrupt_id": i["id"], "response": APPROVE} for i in waiting]},
+        headers=headers).json()
+    assert answered["type"] == "success", answered
+    assert wait_for_run_end(server.url, thread_id, headers=headers)["status"] == "completed"
+    assert client.threads.get(thread_id)["status"] == "idle"
+    text = final_text(client, thread_id)
+    assert "42 * 17 = 714" in text and "abacus" in text.lower()

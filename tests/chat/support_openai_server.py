@@ -10,10 +10,12 @@ and `POST /v1/chat/completions` (the subagents), streamed as the API streams the
   message items as `output_text.delta`s, function calls as `output_item.added` then `function_call_arguments.delta`s,
   each item's `done` events, and `response.completed` carrying the whole response and its usage.
 
-Replies are decided from the conversation in the request alone (`Script`): the coordinator (offered `task`)
-delegates arithmetic to math-whiz and lookups to the researcher, then reports the tool results it was sent; a subagent
-(offered `calculator` or `search_web`) calls its tool, then reports its result, and after a rejection says what it
-will do instead. Every request is recorded (`requests`), so a test reads what the model was sent.
+Replies are decided from the conversation in the request alone (`Script`), worded as the offline scripted model's
+(so the same client scripts check both): the coordinator (offered `task`) delegates arithmetic to math-whiz and
+lookups to the researcher, then reports the tool results it was sent; a subagent (offered `calculator` or
+`search_web`) calls its tool, then reports its result (`6 * 7 = 42`, with the arguments an edit ran it with), and
+after a rejection says what it will do instead. Every request is recorded (`requests`), so a test reads what the
+model was sent.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ REJECTED = "User rejected the tool call"
 FRAGMENT = 7  # characters per streamed fragment of text or arguments
 _EXPRESSION = re.compile(r"\d+(?:\.\d+)?(?:\s*[-+*/]\s*\d+(?:\.\d+)?)+")
 _RESEARCH = re.compile(r"research\s+([^,.;]+)", re.IGNORECASE)
+# How LangChain's HumanInTheLoopMiddleware words a rejection's reason and an edited call's result.
+_REASON = re.compile(r"with reason: (.*)\Z", re.DOTALL)
+_EXECUTED = re.compile(r"Executed instead: \S+ with arguments ")
+_RESPONSE = "Tool response:"
 
 
 @dataclass
@@ -154,22 +160,37 @@ class Script:
                 return Reply(text="I can only delegate lookups and arithmetic.", reasoning="Nothing to delegate.")
             whom = " and ".join(c.args["subagent_type"] for c in calls)
             return Reply(reasoning=f"**Delegating** I will ask {whom}.", tool_calls=calls)
-        parts = []
-        for result in results:
-            if result.content.startswith(REJECTED):
-                parts.append(f"I did not delegate ({result.content}); instead I will answer without a subagent.")
-            else:
-                parts.append(f"Subagent reported: {result.content}")
+        parts = [f"I did not delegate: {rejection(r.content)}. Instead I will answer without a subagent."
+                 if r.content.startswith(REJECTED) else executed_call(r.content)[1] for r in results]
         return Reply(text=" ".join(parts), reasoning="**Summarising** The subagents answered.")
 
     def worker(self, tool: str, args: dict, results: list[Message]) -> Reply:
         if not results:
             return Reply(tool_calls=[self.call(tool, args)])
-        (result,) = results[-1:]
-        if result.content.startswith(REJECTED):
-            return Reply(text=f"The {tool} call was rejected ({result.content}); instead I will report that I "
-                              f"did not use it.")
-        return Reply(text=f"The {tool} returned: {result.content}")
+        content = results[-1].content
+        if content.startswith(REJECTED):
+            return Reply(text=f"I did not run {tool}: {rejection(content)}. Instead I will answer without it.")
+        executed, result = executed_call(content)
+        if tool == "calculator":
+            return Reply(text=f"{executed.get('expression', args['expression'])} = {result}")
+        return Reply(text=f"Search results for {executed.get('query', args['query'])}: {result}")
+
+
+def rejection(content: str) -> str:
+    """How a reply names a rejection: `you rejected the call (<reason>)`, as the offline model does."""
+    found = _REASON.search(content)
+    return f"you rejected the call ({found.group(1).strip()})" if found else "you rejected the call"
+
+
+def executed_call(content: str) -> tuple[dict, str]:
+    """The arguments a tool ran with when a person edited them (LangChain's notice before the result), and its
+    result: ({}, content) for a call that ran as the model made it."""
+    found = _EXECUTED.search(content)
+    if found is None:
+        return {}, content
+    args, end = json.JSONDecoder().raw_decode(content, found.end())
+    rest = content[end:]
+    return args, rest[rest.find(_RESPONSE) + len(_RESPONSE):].strip() if _RESPONSE in rest else ""
 
 
 # --- writing replies

@@ -7,10 +7,6 @@ with the edited arguments, or the rejection's message."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-
 import httpx
 import pytest
 
@@ -25,7 +21,7 @@ from tests.chat.support_chat import (
     wait_for_run_end,
 )
 from tests.chat.support_openai_server import REJECTED, ScriptedOpenAI
-from tests.chat.test_clients import JS_DIR, js_client_missing
+from tests.chat.test_js_approvals import js_approvals_report
 from tests.support_processes import LiveServer
 
 pytestmark = pytest.mark.live
@@ -214,13 +210,7 @@ def test_no_request_left_loopback(base, openai_server):
 def test_the_official_js_client_answers_approvals_on_the_real_model_path(base, openai_server):
     """tests/js/approvals_client.mjs unchanged (tests/chat/test_js_approvals.py reads its report in detail): approve,
     edit, reject, a stale answer, the coordinator's delegation, a batch of two and a reload, all on the real path."""
-    missing = js_client_missing()
-    if missing:
-        pytest.skip(f"JS client tests need Node and tests/js packages: {missing}")
-    finished = subprocess.run(["node", "approvals_client.mjs"], cwd=JS_DIR, capture_output=True, text=True,
-                              timeout=180, env={**os.environ, "CHAT_API_URL": f"{base}/api"})
-    report = json.loads(finished.stdout.strip().splitlines()[-1])
-    assert finished.returncode == 0 and "failure" not in report, report.get("failure") or finished.stderr
+    report = js_approvals_report(base)
     assert report["stale"]["error"] == "no_such_interrupt"
     assert [report[name]["text"] for name in ("approve", "edit", "reject")] == [
         "42 * 17 = 714", "6 * 7 = 42", "I did not run calculator: you rejected the call (not now). Instead I will "

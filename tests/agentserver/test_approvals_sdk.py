@@ -133,3 +133,25 @@ def test_two_subagents_asked_on_the_protocol_are_answered_by_one_command_and_the
     assert client.threads.get(thread_id)["status"] == "idle"
     text = final_text(client, thread_id)
     assert "42 * 17 = 714" in text and "abacus" in text.lower()
+
+
+def test_a_subagents_call_rejected_through_a_command_never_runs(client):
+    thread_id = client.threads.create()["thread_id"]
+    waiting = client.runs.wait(thread_id, "agent", input=MATH, config=guarded("calculator"))
+    (interrupt,) = waiting["__interrupt__"]
+    reject = {"decisions": [{"type": "reject", "message": "not now"}]}
+    client.runs.wait(thread_id, "agent", command={"resume": {interrupt["id"]: reject}})
+    text = final_text(client, thread_id)
+    assert "you rejected the call (not now)" in text and "714" not in text
+
+
+def test_a_command_answering_an_interrupt_already_answered_runs_nothing_twice(client):
+    thread_id = client.threads.create()["thread_id"]
+    waiting = client.runs.wait(thread_id, "agent", input=MATH, config=guarded("calculator"))
+    (interrupt,) = waiting["__interrupt__"]
+    client.runs.wait(thread_id, "agent", command={"resume": {interrupt["id"]: APPROVE}})
+    before = client.threads.get_state(thread_id)["values"]["messages"]
+    # As in LangGraph, a resume with nothing waiting is a run that does nothing: the same values, no new call.
+    again = client.runs.wait(thread_id, "agent", command={"resume": {interrupt["id"]: APPROVE}})
+    assert again["messages"] == before == client.threads.get_state(thread_id)["values"]["messages"]
+    assert [m["type"] for m in before] == ["human", "ai", "tool", "ai"]

@@ -113,6 +113,21 @@ def responses_messages(body: dict) -> list[Message]:
     return messages
 
 
+def conversation_problem(messages: list[Message]) -> str | None:
+    """What OpenAI refuses with a 400 in a conversation: a tool result answering no earlier call, or a call left
+    without its result when the conversation goes on (as a rejected or edited call would be if it were lost)."""
+    waiting: set[str] = set()
+    for message in messages:
+        if message.role == "tool":
+            if message.tool_call_id not in waiting:
+                return f"No tool call found for function call output with call_id {message.tool_call_id}."
+            waiting.discard(message.tool_call_id)
+        elif waiting:
+            return f"Tool calls {sorted(waiting)} have no output before the next message."
+        waiting |= {call.id for call in message.tool_calls}
+    return None
+
+
 def tool_names(body: dict) -> list[str]:
     return [tool.get("name") or tool.get("function", {}).get("name", "") for tool in body.get("tools") or []]
 
@@ -354,6 +369,10 @@ def _handler(server: ScriptedOpenAI) -> type[BaseHTTPRequestHandler]:
                     "Authorization", ""):
                 return self.json(404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}})
             recorded = server.record(path, body)
+            problem = conversation_problem(recorded.messages)
+            if problem:
+                return self.json(400, {"error": {"message": problem, "type": "invalid_request_error",
+                                                 "param": "messages", "code": None}})
             reply = server.script.reply(recorded.messages, recorded.tools)
             chat = path.endswith("/chat/completions")
             if not body.get("stream"):

@@ -196,11 +196,11 @@ def test_two_subagents_waiting_at_once_are_resumed_by_one_sdk_command(base, open
                                                "Instead I will answer without it."]
 
 
-def test_no_request_left_loopback(base, openai_server):
+def test_every_model_call_of_a_turn_reaches_the_loopback_server(base, openai_server):
     thread = new_thread()
     (request,) = run_until_waiting(base, thread)
     answer(base, thread, request, {"type": "approve"})
-    # Every model call reached the scripted server, with the dummy key, and the run completed.
+    # Every model call reached the scripted server (a call for anywhere else would go to NOWHERE and fail the run).
     assert len(openai_server.requests) == 4
     assert httpx.get(f"{base}/api/threads/{thread}").json()["status"] == "idle"
 
@@ -218,3 +218,17 @@ def test_the_official_js_client_answers_approvals_on_the_real_model_path(base, o
     assert sorted(a["tool"] for a in report["batch"]["asked"]) == ["calculator", "search_web"]
     # Every model call of the seven scenarios reached the scripted server.
     assert {r.path for r in openai_server.requests} == {"/v1/responses", "/v1/chat/completions"}
+
+
+def test_the_scripted_server_refuses_what_openai_refuses_a_tool_result_without_its_call(openai_server):
+    """So that a call lost after a decision (its result without the call, or the call without a result) fails the
+    tests above as it would fail against OpenAI."""
+    orphan = {"model": "gpt-5.4-mini", "messages": [
+        {"role": "user", "content": MATH}, {"role": "tool", "tool_call_id": "call_1", "content": "714"}]}
+    unanswered = {"model": "gpt-5.4-mini", "input": [
+        {"role": "user", "content": MATH}, {"type": "function_call", "call_id": "call_1", "name": "task",
+                                            "arguments": "{}"}, {"role": "user", "content": "and?"}]}
+    headers = {"Authorization": "Bearer sk-scripted-loopback"}
+    for path, body in (("chat/completions", orphan), ("responses", unanswered)):
+        refused = httpx.post(f"{openai_server.base_url}/{path}", json=body, headers=headers)
+        assert refused.status_code == 400 and refused.json()["error"]["type"] == "invalid_request_error"

@@ -80,6 +80,11 @@ def reply(base: str, thread: str) -> str:
     return content if isinstance(content, str) else " ".join(b.get("text", "") for b in content if b.get("text"))
 
 
+def calculator_ran(base: str, thread: str) -> bool:
+    return any(e["params"]["data"].get("event") == "tool-started" and e["params"]["data"].get("tool_name") ==
+               "calculator" for e in replay(base, thread, {"channels": ["tools"]}))
+
+
 def tool_results(openai_server: ScriptedOpenAI, tool: str) -> list[str]:
     """What the model offering `tool` was sent as tool results, in its newest request."""
     *_, newest = openai_server.seen(tool)
@@ -119,6 +124,7 @@ def test_approving_a_subagents_call_runs_it_and_the_model_is_sent_its_result(bas
     assert tool_results(openai_server, "calculator") == ["714"]
     assert tool_results(openai_server, "task") == ["42 * 17 = 714"]
     assert reply(base, thread) == "42 * 17 = 714"
+    assert calculator_ran(base, thread)
 
 
 def test_an_edited_call_runs_with_the_edited_arguments(base, openai_server):
@@ -139,8 +145,15 @@ def test_a_rejected_call_does_not_run_and_the_model_is_sent_the_reason(base, ope
     assert result.startswith(REJECTED) and "not now" in result
     text = reply(base, thread)
     assert text == "I did not run calculator: you rejected the call (not now). Instead I will answer without it."
-    assert not any(e["params"]["data"].get("tool_name") == "calculator"
-                   for e in replay(base, thread, {"channels": ["tools"]}))
+    assert not calculator_ran(base, thread)
+
+
+def test_a_response_in_the_tools_place_is_sent_to_the_model_as_the_result(base, openai_server):
+    thread = new_thread()
+    (request,) = run_until_waiting(base, thread)
+    answer(base, thread, request, {"type": "respond", "message": "It is 714, I checked by hand."})
+    assert tool_results(openai_server, "calculator") == ["It is 714, I checked by hand."]
+    assert not calculator_ran(base, thread)
 
 
 @pytest.mark.parametrize(("decision", "expected"), [

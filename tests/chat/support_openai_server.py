@@ -148,7 +148,7 @@ class Script:
         results = [m for m in messages[last_user + 1:] if m.role == "tool"]
         request = messages[last_user].content if last_user >= 0 else ""
         if "task" in tools:
-            return self.coordinator(request, results, messages)
+            return self.coordinator(request, results)
         if "calculator" in tools:
             return self.worker("calculator", {"expression": self.expression(request)}, results)
         if "search_web" in tools:
@@ -161,7 +161,7 @@ class Script:
         found = _EXPRESSION.search(text)
         return found.group(0) if found else text
 
-    def coordinator(self, request: str, results: list[Message], messages: list[Message]) -> Reply:
+    def coordinator(self, request: str, results: list[Message]) -> Reply:
         if not results:
             calls = []
             found = _RESEARCH.search(request)

@@ -201,6 +201,9 @@ def test_two_subagents_waiting_at_once_are_resumed_by_one_sdk_command(base, open
         assert client.threads.get(thread_id)["status"] == "idle"
     finally:
         client.close()
+    # runs.wait streams no messages, so langchain-openai asked for whole responses: the API's other shape.
+    assert {(r.path, bool(r.body.get("stream"))) for r in openai_server.requests} == {
+        ("/v1/responses", False), ("/v1/chat/completions", False)}
     (calculated,) = tool_results(openai_server, "calculator")
     (searched,) = tool_results(openai_server, "search_web")
     assert calculated.rstrip().endswith("42") and "no web today" in searched

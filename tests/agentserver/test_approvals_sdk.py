@@ -68,15 +68,20 @@ def test_two_waiting_subagents_are_resumed_by_one_command_keyed_by_interrupt_id(
     assert "6 * 7 = 42" in text and "abacus" in text.lower()
 
 
-def test_the_coordinators_delegation_is_rejected_with_a_reason_the_agent_repeats(client):
+@pytest.mark.parametrize(("tool", "reason", "expected"), [
+    ("task", "no delegating", "I did not delegate this to math-whiz: you rejected the call (no delegating)"),
+    ("calculator", "not now", "you rejected the call (not now)"),
+])
+def test_a_call_rejected_with_a_reason_never_runs_and_the_agent_repeats_the_reason(client, tool, reason, expected):
+    """The coordinator's delegation (`task`) or the subagent's own call."""
     thread_id = client.threads.create()["thread_id"]
-    waiting = client.runs.wait(thread_id, "agent", input=MATH, config=guarded("task"))
+    waiting = client.runs.wait(thread_id, "agent", input=MATH, config=guarded(tool))
     (interrupt,) = waiting["__interrupt__"]
-    assert interrupt["value"]["action_requests"][0]["name"] == "task"
-    reject = {"decisions": [{"type": "reject", "message": "no delegating"}]}
+    assert interrupt["value"]["action_requests"][0]["name"] == tool
+    reject = {"decisions": [{"type": "reject", "message": reason}]}
     client.runs.wait(thread_id, "agent", command={"resume": {interrupt["id"]: reject}})
     text = final_text(client, thread_id)
-    assert "I did not delegate this to math-whiz: you rejected the call (no delegating)" in text and "714" not in text
+    assert expected in text and "714" not in text
 
 
 def test_an_interrupt_asked_on_the_protocol_is_resumed_by_the_sdk_and_the_other_way_round(server, client):
@@ -133,16 +138,6 @@ def test_two_subagents_asked_on_the_protocol_are_answered_by_one_command_and_the
     assert client.threads.get(thread_id)["status"] == "idle"
     text = final_text(client, thread_id)
     assert "42 * 17 = 714" in text and "abacus" in text.lower()
-
-
-def test_a_subagents_call_rejected_through_a_command_never_runs(client):
-    thread_id = client.threads.create()["thread_id"]
-    waiting = client.runs.wait(thread_id, "agent", input=MATH, config=guarded("calculator"))
-    (interrupt,) = waiting["__interrupt__"]
-    reject = {"decisions": [{"type": "reject", "message": "not now"}]}
-    client.runs.wait(thread_id, "agent", command={"resume": {interrupt["id"]: reject}})
-    text = final_text(client, thread_id)
-    assert "you rejected the call (not now)" in text and "714" not in text
 
 
 def test_a_command_answering_an_interrupt_already_answered_runs_nothing_twice(client):

@@ -1,7 +1,8 @@
-"""Two interrupts at once, compared with LangChain's own Agent Server (`langgraph dev`): a graph whose two `Send`
-branches each call `interrupt()` (as two parallel subagents' approvals do) is run with `runs.wait`, read back
-(thread, state, history) and resumed with `Command(resume={interrupt id: value})`, one branch then both; every answer
-is compared once ids and timestamps are normalised (tests/agentserver/support_differential.py)."""
+"""Several interrupts at once, compared with LangChain's own Agent Server (`langgraph dev`): a graph whose `Send`
+branches each call `interrupt()` (as parallel subagents' approvals do; one more branch asks nothing) is run with
+`runs.wait`, read back (thread, state, history) and resumed with `Command(resume={interrupt id: value})`, one branch
+then the other two; every answer is compared once ids and timestamps are normalised
+(tests/agentserver/support_differential.py)."""
 
 from __future__ import annotations
 
@@ -71,7 +72,8 @@ def pending(client: httpx.Client, thread: str) -> dict[str, str]:
 
 
 def play_pair(base: str) -> list[tuple]:
-    """Ask three at once, answer one, then the other two together; every answer on the way."""
+    """Three ask at once (a fourth branch asks nothing), answer one, then the other two together; every answer on
+    the way."""
     normalise, labels, answers = Normaliser(), Labels(), []
     with httpx.Client(base_url=base, timeout=60, trust_env=False) as client:
         thread = client.post("/threads", json={}).json()["thread_id"]
@@ -111,6 +113,10 @@ def state_values(answers: list[tuple]) -> list:
 
 def test_parallel_interrupts_wait_show_and_resume_like_langgraph_dev(peer, ours):
     theirs, mine = play_pair(peer), play_pair(ours)
+    # runs.wait answers every waiting interrupt, in the order they were raised, and nothing else.
+    assert mine[0][3] == {"__interrupt__": [{"id": f"<interrupt: Approve {topic}?>", "response_schema": None,
+                                             "value": {"question": f"Approve {topic}?"}}
+                                            for topic in ("alpha", "beta", "gamma")]}
     kept = thread_values(theirs), thread_values(mine)
     for expected, found in zip(theirs, mine, strict=True):
         assert found == expected, expected[:2]

@@ -247,7 +247,7 @@ def run_result(*, run: ChatRun) -> dict[str, Any]:
 
 
 def _result(*, thread_id: str, status: str, error: str, payloads: Iterable[str]) -> dict[str, Any]:
-    latest, interrupts = None, None
+    latest, asked = None, []
     for payload in payloads:
         head, _, data = payload.partition("\ndata: ")
         name = head.removeprefix("event: ")
@@ -256,11 +256,16 @@ def _result(*, thread_id: str, status: str, error: str, payloads: Iterable[str])
         if name == "values":
             latest = orjson.loads(data)
             if isinstance(latest, dict) and "__interrupt__" in latest:
-                interrupts = latest
+                asked.append(latest)
     if status == ChatRun.Status.FAILED:
         return {"__error__": error_body("RunError", error)}
-    if interrupts is not None:
-        return interrupts
+    every = {str(found.get("id")): found for frame in asked for found in frame["__interrupt__"]}
+    if len(every) > 1:
+        # Parallel branches asking at once send one `values` frame each: as `langgraph dev` does, the answer is then
+        # every interrupt, without the values (tests/agentserver/test_differential_interrupts.py).
+        return {"__interrupt__": list(every.values())}
+    if asked:
+        return asked[-1]
     if latest is not None:
         return latest
     thread = ChatThread.objects.filter(pk=thread_id).first()

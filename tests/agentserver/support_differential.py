@@ -3,14 +3,23 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import signal
+import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import orjson
+
+from tests.support_processes import BASE_DIR, free_port, wait_for_http
 
 UUID_TEXT = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 # UUIDs anywhere in a string (`child:<task id>`, `updates|child:<task id>`), and interrupt ids (xxh3 hashes of a
@@ -27,6 +36,29 @@ PEER_ONLY_METADATA = {"thread_id", "assistant_id", "user_id", "created_by", "run
 DEPLOYMENT_METADATA = {"langgraph_version", "langgraph_api_version", "langgraph_plan", "langgraph_host",
                        "langgraph_api_url", "langgraph_request_id", "lc_versions"}
 HEADERS = ("location", "content-location")
+PEER = BASE_DIR / "data" / "langgraph-peer" / "venv" / "bin" / "langgraph"
+OFFLINE = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true", "LANGSMITH_TRACING": "false"}
+
+
+@contextmanager
+def peer_serving(project: Path, tmp_path: Path) -> Iterator[str]:
+    """`langgraph dev` (installed by scripts/test-deps.d/40-langgraph-dev.sh) serving a copy of `project`, offline;
+    yields its URL once it answers."""
+    copy = shutil.copytree(project, tmp_path / "peer-project")
+    port = free_port()
+    log = open(tmp_path / "peer.log", "wb")
+    # It polls for queued runs twice a second: several runs at once keep the stream scenario short.
+    process = subprocess.Popen([str(PEER), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port",
+                                str(port), "--n-jobs-per-worker", "8"], cwd=copy, env={**os.environ, **OFFLINE},
+                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/ok", process=process, timeout=90,
+                      describe=lambda: (tmp_path / "peer.log").read_text(errors="replace")[-3000:])
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=20)
+        log.close()
 
 
 def internal_configurable(key: str) -> bool:

@@ -68,15 +68,20 @@ def test_two_waiting_subagents_are_resumed_by_one_command_keyed_by_interrupt_id(
     assert "6 * 7 = 42" in text and "abacus" in text.lower()
 
 
-def test_the_coordinators_delegation_is_rejected_with_a_reason_the_agent_repeats(client):
+@pytest.mark.parametrize(("tool", "reason", "expected"), [
+    ("task", "no delegating", "I did not delegate this to math-whiz: you rejected the call (no delegating)"),
+    ("calculator", "not now", "you rejected the call (not now)"),
+])
+def test_a_call_rejected_with_a_reason_never_runs_and_the_agent_repeats_the_reason(client, tool, reason, expected):
+    """The coordinator's delegation (`task`) or the subagent's own call."""
     thread_id = client.threads.create()["thread_id"]
-    waiting = client.runs.wait(thread_id, "agent", input=MATH, config=guarded("task"))
+    waiting = client.runs.wait(thread_id, "agent", input=MATH, config=guarded(tool))
     (interrupt,) = waiting["__interrupt__"]
-    assert interrupt["value"]["action_requests"][0]["name"] == "task"
-    reject = {"decisions": [{"type": "reject", "message": "no delegating"}]}
+    assert interrupt["value"]["action_requests"][0]["name"] == tool
+    reject = {"decisions": [{"type": "reject", "message": reason}]}
     client.runs.wait(thread_id, "agent", command={"resume": {interrupt["id"]: reject}})
     text = final_text(client, thread_id)
-    assert "I did not delegate this to math-whiz: you rejected the call (no delegating)" in text and "714" not in text
+    assert expected in text and "714" not in text
 
 
 def test_an_interrupt_asked_on_the_protocol_is_resumed_by_the_sdk_and_the_other_way_round(server, client):
@@ -103,3 +108,45 @@ def test_an_interrupt_asked_on_the_protocol_is_resumed_by_the_sdk_and_the_other_
     assert answered["type"] == "success", answered
     assert wait_for_run_end(server.url, thread_id, headers=headers)["status"] == "completed"
     assert "6 * 7 = 42" in final_text(client, thread_id)
+
+
+def test_two_subagents_asked_on_the_protocol_are_answered_by_one_command_and_the_other_way_round(server, client):
+    headers = {"X-Api-Key": client.key}
+    thread_id = client.threads.create()["thread_id"]
+    started = command(server.url, thread_id, "run.start", {
+        "input": BOTH, "config": guarded("calculator", "search_web")}, headers=headers).json()
+    assert started["type"] == "success", started
+    assert wait_for_run_end(server.url, thread_id, headers=headers)["status"] == "interrupted"
+    interrupts = client.threads.get_state(thread_id)["interrupts"]
+    reject = {"decisions": [{"type": "reject", "message": "no web today"}]}
+    client.runs.wait(thread_id, "agent", command={"resume": {
+        i["id"]: APPROVE if i["value"]["action_requests"][0]["name"] == "calculator" else reject
+        for i in interrupts}})
+    text = final_text(client, thread_id)
+    assert "42 * 17 = 714" in text and "no web today" in text
+
+    # The next turn asks both through the SDK; one input.respond batch answers them in their namespaces.
+    client.runs.wait(thread_id, "agent", input=BOTH, config=guarded("calculator", "search_web"))
+    waiting = client.threads.get_state(thread_id)["interrupts"]
+    asked = {e["params"]["data"]["interrupt_id"]: e["params"]["namespace"]
+             for e in replay(server.url, thread_id, {"channels": ["input"]}, headers=headers)}
+    answered = command(server.url, thread_id, "input.respond", {"responses": [
+        {"namespace": asked[i["id"]], "interrupt_id": i["id"], "response": APPROVE} for i in waiting]},
+        headers=headers).json()
+    assert answered["type"] == "success", answered
+    assert wait_for_run_end(server.url, thread_id, headers=headers)["status"] == "completed"
+    assert client.threads.get(thread_id)["status"] == "idle"
+    text = final_text(client, thread_id)
+    assert "42 * 17 = 714" in text and "abacus" in text.lower()
+
+
+def test_a_command_answering_an_interrupt_already_answered_runs_nothing_twice(client):
+    thread_id = client.threads.create()["thread_id"]
+    waiting = client.runs.wait(thread_id, "agent", input=MATH, config=guarded("calculator"))
+    (interrupt,) = waiting["__interrupt__"]
+    client.runs.wait(thread_id, "agent", command={"resume": {interrupt["id"]: APPROVE}})
+    before = client.threads.get_state(thread_id)["values"]["messages"]
+    # As in LangGraph, a resume with nothing waiting is a run that does nothing: the same values, no new call.
+    again = client.runs.wait(thread_id, "agent", command={"resume": {interrupt["id"]: APPROVE}})
+    assert again["messages"] == before == client.threads.get_state(thread_id)["values"]["messages"]
+    assert [m["type"] for m in before] == ["human", "ai", "tool", "ai"]

@@ -5,22 +5,15 @@ assistants and threads; every stream mode on every test graph, with and without 
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import subprocess
-
 import httpx
 import pytest
 
 from tests.agentserver import support_differential_runs as differential_runs
-from tests.agentserver.support_differential import Step, new_id, play, play_apart
+from tests.agentserver.support_differential import PEER, Step, new_id, peer_serving, play, play_apart
 from tests.agentserver.support_sdk import PROJECT
-from tests.support_processes import BASE_DIR, free_port, graphs_served, wait_for_http
+from tests.support_processes import BASE_DIR, graphs_served
 
 pytestmark = [pytest.mark.live, pytest.mark.no_postgres_pass]
-PEER = BASE_DIR / "data" / "langgraph-peer" / "venv" / "bin" / "langgraph"
-OFFLINE = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true", "LANGSMITH_TRACING": "false"}
 THREAD, OTHER, ASSISTANT = ("7d1f7c2e-0000-4000-8000-000000000001", "7d1f7c2e-0000-4000-8000-000000000002",
                             "7d1f7c2e-0000-4000-8000-000000000003")
 NESTED = "0813419b-f0e6-579e-bdee-18d9fdf48632"  # uuid5 of "nested": the same on both servers
@@ -109,21 +102,8 @@ def peer(tmp_path_factory):
     uses threads of its own."""
     if not PEER.exists():
         pytest.skip("langgraph dev is not installed: run scripts/test-deps.d/40-langgraph-dev.sh")
-    tmp_path = tmp_path_factory.mktemp("peer")
-    project = shutil.copytree(BASE_DIR / PROJECT, tmp_path / "peer-project")
-    port = free_port()
-    log = open(tmp_path / "peer.log", "wb")
-    # It polls for queued runs twice a second: several runs at once keep the stream scenario short.
-    process = subprocess.Popen([str(PEER), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port",
-                                str(port), "--n-jobs-per-worker", "8"], cwd=project, env={**os.environ, **OFFLINE},
-                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        wait_for_http(f"http://127.0.0.1:{port}/ok", process=process, timeout=90,
-                      describe=lambda: (tmp_path / "peer.log").read_text(errors="replace")[-3000:])
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=20)
+    with peer_serving(BASE_DIR / PROJECT, tmp_path_factory.mktemp("peer")) as url:
+        yield url
 
 
 @pytest.fixture

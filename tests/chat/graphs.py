@@ -90,3 +90,21 @@ def _recall(state: MemoryState, store: BaseStore) -> dict:
 # Remembers `remember` in the run's store, then lists every memory of it (tests/agentserver/test_store_graphs.py).
 memory_graph = (StateGraph(MemoryState).add_node("remember", _remember).add_node("recall", _recall)
                 .add_edge(START, "remember").add_edge("remember", "recall").compile())
+
+
+class ReviewState(TypedDict, total=False):
+    messages: list
+    decision: str
+
+
+def _review(state: ReviewState) -> dict:
+    from langgraph.types import interrupt
+
+    # Shaped as LangChain's HumanInTheLoopMiddleware asks, for a tool that may only be approved or rejected.
+    answer = interrupt({"action_requests": [{"name": "deploy", "args": {"target": "prod"}}],
+                        "review_configs": [{"action_name": "deploy", "allowed_decisions": ["approve", "reject"]}]})
+    return {"decision": answer["decisions"][0]["type"]}
+
+
+# One review that allows only approve and reject (tests/chat/test_input_respond_restricted.py).
+review_graph = StateGraph(ReviewState).add_node("review", _review).add_edge(START, "review").compile(name="review")

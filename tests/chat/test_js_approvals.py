@@ -19,14 +19,20 @@ pytestmark = [pytest.mark.live, pytest.mark.node, pytest.mark.no_postgres_pass]
 chat_server = live_chat_server(CHAT_APPROVE_TOOLS="calculator,search_web", CHAT_REPLAY_SCOPE="run")
 
 
-def test_the_official_js_client_approves_edits_rejects_and_batches_subagent_calls(chat_server, transactional_db):
+def js_approvals_report(base: str) -> dict:
+    """Run tests/js/approvals_client.mjs against the server at `base` and return its report (skip without Node)."""
     missing = js_client_missing()
     if missing:
         pytest.skip(f"JS client tests need Node and tests/js packages: {missing}")
     finished = subprocess.run(["node", "approvals_client.mjs"], cwd=JS_DIR, capture_output=True, text=True,
-                              timeout=180, env={**os.environ, "CHAT_API_URL": f"{chat_server.url}/api"})
+                              timeout=180, env={**os.environ, "CHAT_API_URL": f"{base}/api"})
     report = json.loads(finished.stdout.strip().splitlines()[-1])
     assert finished.returncode == 0 and "failure" not in report, report.get("failure") or finished.stderr
+    return report
+
+
+def test_the_official_js_client_approves_edits_rejects_and_batches_subagent_calls(chat_server, transactional_db):
+    report = js_approvals_report(chat_server.url)
 
     for name in ("approve", "edit", "reject"):
         (asked,) = report[name]["asked"]

@@ -273,7 +273,7 @@ def thread_expire(*, thread: ChatThread) -> str:
 
 
 # --- Chat runs ------------------------------------------------------------------------------------------------
-def _assistant_for(*, caller: Caller, raw: str) -> Assistant:
+def assistant_for(*, caller: Caller, raw: str) -> Assistant:
     if raw in served_graph_ids():
         key = selectors.system_assistant_id(raw)
     else:
@@ -292,7 +292,7 @@ def _assistant_for(*, caller: Caller, raw: str) -> Assistant:
     return selectors.assistant_get(caller=caller, assistant_id=key)
 
 
-def _check_body(data: dict) -> None:
+def check_run_body(data: dict) -> None:
     unknown = [m for m in data.get("stream_mode") or () if m not in STREAM_MODES]
     if unknown:
         raise RequestValidationError.single(["body", "stream_mode"], f"Invalid stream_mode: {unknown[0]!r}. "
@@ -362,8 +362,8 @@ def run_create(*, caller: Caller, thread_id: str | None, data: dict) -> tuple[Ch
         NotFound: unknown assistant or thread (or someone else's). Conflict: `reject` on a busy thread.
         RequestValidationError: an unknown stream mode, or a webhook the egress guard refuses.
     """
-    _check_body(data)
-    assistant = _assistant_for(caller=caller, raw=str(data["assistant_id"]))
+    check_run_body(data)
+    assistant = assistant_for(caller=caller, raw=str(data["assistant_id"]))
     config, context = _run_config(assistant, data)
     strategy = data.get("multitask_strategy") or "enqueue"
     with transaction.atomic():

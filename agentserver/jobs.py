@@ -8,13 +8,12 @@ import logging
 from django.conf import settings
 from django.utils import timezone
 
+from agentserver import thread_ttl
 from agentserver.models import Cron
 from chat.models import ChatThread
 from core.registry import periodic
 
 log = logging.getLogger("agentserver.jobs")
-# Threads handled per sweep: a backlog is worked off over several sweeps instead of in one long job.
-SWEEP_BATCH = 100
 
 
 @periodic("agentserver.sweep_expired_threads", every_seconds=60)
@@ -26,7 +25,7 @@ def sweep_expired_threads() -> None:
     # actually expires.
     from agentserver import selectors, services
 
-    for thread in selectors.threads_expired(now=timezone.now(), limit=SWEEP_BATCH):
+    for thread in selectors.threads_expired(now=timezone.now(), limit=thread_ttl.current().sweep_limit):
         outcome = services.thread_expire(thread=thread)
         log.info("thread %s expired: %s", thread.id, outcome)
 

@@ -15,7 +15,7 @@ from asgiref.sync import async_to_sync
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agentserver import selectors
+from agentserver import selectors, thread_ttl
 from agentserver.graphs import served_graph_ids
 from agentserver.models import Assistant, AssistantVersion
 from agentserver.state import state_update
@@ -159,8 +159,13 @@ def _expiry(ttl: dict | None) -> datetime | None:
 
 def thread_create(*, caller: Caller, thread_id: str | None = None, metadata: dict | None = None,
                   ttl: dict | None = None, if_exists: str = "raise") -> ChatThread:
-    """Raises Conflict: the id exists (anyone's: ids are global) and `if_exists` is "raise"."""
+    """A thread expiring after `ttl`, or the served project's `checkpointer.ttl` default.
+
+    Raises:
+        Conflict: the id exists (anyone's: ids are global) and `if_exists` is "raise".
+    """
     thread_id = thread_id or str(uuid.uuid4())
+    ttl = ttl or thread_ttl.default_ttl()
     try:
         with transaction.atomic():
             return ChatThread.objects.create(id=thread_id, **caller.owner_fields, metadata=metadata or {},
@@ -330,8 +335,9 @@ def _run_metadata(*, assistant: Assistant, thread: ChatThread, created: bool, da
 def _new_thread(*, caller: Caller, assistant: Assistant, data: dict) -> tuple[ChatThread, bool, bool]:
     """A stateless run's thread, created as `_remember_graph` would leave it (one statement instead of two);
     (the thread, whether it is temporary, True: the run created it)."""
+    ttl = thread_ttl.default_ttl()
     thread = ChatThread.objects.create(id=str(uuid.uuid4()), **caller.owner_fields, metadata=_graph_marks(assistant),
-                                       has_state=True, graph_name=assistant.graph_id)
+                                       has_state=True, graph_name=assistant.graph_id, ttl=ttl, expires_at=_expiry(ttl))
     return thread, data.get("on_completion", "delete") == "delete", True
 
 

@@ -21,6 +21,7 @@ from agentserver.graphs import served_graph_ids
 from agentserver.models import Cron
 from agentserver.serializers import RunCreateSerializer
 from chat.access import Caller
+from chat.models import ChatThread
 from core.exceptions import BadRequest, NotFound, RequestValidationError
 from core.serializers import validated
 
@@ -153,7 +154,7 @@ def cron_create(*, caller: Caller, thread_id: str | None, body: dict, data: dict
     cron_id = uuid.uuid4()
     payload = _with_cron_id({**body, "assistant_id": str(assistant.assistant_id)}, cron_id)
     return Cron.objects.create(
-        id=cron_id, **caller.owner_fields, assistant_id=assistant.assistant_id, thread=thread,
+        id=cron_id, **caller.owner_fields, assistant_id=assistant.assistant_id, thread_id=thread and thread.pk,
         schedule=data["schedule"], timezone=data.get("timezone"), end_time=data.get("end_time"),
         next_run_date=next_run_date(data["schedule"], timezone.now(), data.get("timezone")),
         on_run_completed=None if thread is not None else data.get("on_run_completed") or "delete",
@@ -224,6 +225,9 @@ def cron_fire(*, cron: Cron, now: datetime) -> bool:
     workers, and ticks missed while no worker ran fire once. A run that cannot be created (its thread is busy and
     the strategy rejects, its assistant was deleted) is logged and the tick is spent, as on the Agent Server.
     """
+    if cron.thread_id is not None and not ChatThread.objects.filter(pk=cron.thread_id).exists():
+        Cron.objects.filter(pk=cron.pk).delete()  # its thread was deleted by the chat page
+        return False
     following = next_run_date(cron.schedule, now, cron.timezone)
     with transaction.atomic():
         claimed = Cron.objects.filter(pk=cron.pk, enabled=True, next_run_date=cron.next_run_date).update(

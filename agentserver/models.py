@@ -100,9 +100,10 @@ class Cron(BaseModel):
     )
     id = models.UUIDField(primary_key=True)
     assistant_id = models.UUIDField()
-    # A thread's crons go with it, as on the Agent Server.
-    thread = models.ForeignKey("chat.ChatThread", null=True, blank=True, on_delete=models.CASCADE,
-                               related_name="crons")
+    # Not a foreign key: chat deletes a thread's rows in written-out statements (chat.services.thread_delete_by_id)
+    # and knows nothing of crons. agentserver.services.thread_delete deletes the thread's crons, and a cron whose
+    # thread went another way (the chat page) is deleted when it would fire.
+    thread_id = models.CharField(max_length=255, null=True, blank=True, db_index=True)
     schedule = models.CharField(max_length=255)
     timezone = models.CharField(max_length=64, null=True, blank=True)
     end_time = models.DateTimeField(null=True, blank=True)

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from agentserver import selectors, thread_ttl
 from agentserver.graphs import served_graph_ids
-from agentserver.models import Assistant, AssistantVersion
+from agentserver.models import Assistant, AssistantVersion, Cron
 from agentserver.state import state_update
 from chat import services as chat_services
 from chat.access import Caller
@@ -210,13 +210,14 @@ def _thread_update_fields(*, thread: ChatThread, metadata: dict | None, ttl: dic
 
 
 def thread_delete(*, thread: ChatThread) -> None:
-    """The thread, its checkpoints, runs and event log; an active run is stopped first."""
+    """The thread, its checkpoints, runs, event log and crons; an active run is stopped first."""
     active = ChatRun.objects.filter(thread=thread, status=ChatRun.Status.RUNNING).first()
     if active is not None:
         async_to_sync(run_stop)(run=active)  # the cancel flag, a local cancel, a bounded wait
     # One transaction (the saver's sync methods use this thread's connection): never half a thread left behind.
     with transaction.atomic():
         get_checkpointer().delete_thread(thread.id)
+        Cron.objects.filter(thread_id=thread.id).delete()
         chat_services.thread_delete(thread=thread)
 
 

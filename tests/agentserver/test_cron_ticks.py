@@ -11,9 +11,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agentserver import crons
+from agentserver import crons, services
 from agentserver.graphs import served_graph_ids
 from agentserver.models import Cron
+from chat import services as chat_services
 from chat.access import Caller
 from chat.models import ChatRun, ChatThread
 from core.registry import PERIODICS
@@ -138,3 +139,16 @@ def test_the_periodic_job_fires_the_crons_that_are_due():
     assert len(runs_of(cron)) == 1
     cron.refresh_from_db()
     assert cron.next_run_date > timezone.now()
+
+
+def test_a_threads_crons_go_with_it_whichever_way_it_is_deleted():
+    for thread_id in ("by-api", "by-chat"):
+        ChatThread.objects.create(id=thread_id, owner_kind="anonymous")
+    by_api, by_chat = make_cron(thread_id="by-api"), make_cron(thread_id="by-chat")
+
+    services.thread_delete(thread=ChatThread.objects.get(pk="by-api"))
+    chat_services.thread_delete(thread=ChatThread.objects.get(pk="by-chat"))
+    assert not Cron.objects.filter(pk=by_api.pk).exists()
+
+    assert crons.crons_fire_due(now=by_chat.next_run_date + timedelta(seconds=1)) == 0
+    assert not Cron.objects.filter(pk=by_chat.pk).exists() and ChatRun.objects.count() == 0

@@ -135,7 +135,8 @@ class CronCountApi(AgentServerApi):
         thread_id = serializers.CharField(required=False, allow_null=True)
         metadata = serializers.DictField(required=False, allow_null=True)
 
-    @extend_schema(request=InputSerializer, responses=OpenApiTypes.INT, operation_id="count_crons_runs_crons_count_post")
+    @extend_schema(request=InputSerializer, responses=OpenApiTypes.INT,
+                   operation_id="count_crons_runs_crons_count_post")
     def post(self, request):
         return Response(crons.cron_count(caller=self.caller, **self.parse(self.InputSerializer)))
 

@@ -64,7 +64,7 @@ def next_run_date(schedule: str, after: datetime, tz: str | None = None) -> date
 
 
 # --- Reads ----------------------------------------------------------------------------------------------------
-def cron_not_found(cron_id) -> NotFound:
+def cron_not_found(cron_id: object) -> NotFound:
     return NotFound(f"Cron '{cron_id}' not found")
 
 
@@ -154,7 +154,8 @@ def cron_create(*, caller: Caller, thread_id: str | None, body: dict, data: dict
     cron_id = uuid.uuid4()
     payload = _with_cron_id({**body, "assistant_id": str(assistant.assistant_id)}, cron_id)
     return Cron.objects.create(
-        id=cron_id, **caller.owner_fields, assistant_id=assistant.assistant_id, thread_id=thread and thread.pk,
+        id=cron_id, **caller.owner_fields, assistant_id=assistant.assistant_id,
+        thread_id=thread.pk if thread is not None else None,
         schedule=data["schedule"], timezone=data.get("timezone"), end_time=data.get("end_time"),
         next_run_date=next_run_date(data["schedule"], timezone.now(), data.get("timezone")),
         on_run_completed=None if thread is not None else data.get("on_run_completed") or "delete",

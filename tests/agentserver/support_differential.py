@@ -67,8 +67,8 @@ class Normaliser:
 @dataclass
 class Step:
     """One request. `path` and `body` may name earlier results as `{name}`: `save` keeps the answer's `run_id`
-    (a cron's `cron_id`) under that name. `stream` reads the answer as SSE frames; `settle` waits (polling GET `settle`) until the
-    run it names has ended, so that what follows does not depend on timing."""
+    (a cron's `cron_id`) under that name. `stream` reads the answer as SSE frames; `settle` waits (polling GET
+    `settle`) until the run it names has ended, so that what follows does not depend on timing."""
 
     method: str
     path: str

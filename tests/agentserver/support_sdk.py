@@ -30,7 +30,8 @@ class Blocking:
 
 
 class SdkClient:
-    """`assistants`, `threads`, `runs`, `crons` and `store` of the sync client, or of the async client run to completion."""
+    """`assistants`, `threads`, `runs`, `crons` and `store` of the sync client, or of the async client run to
+    completion."""
 
     def __init__(self, kind: str, url: str, api_key: str | None = None):
         self.kind = kind

@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from tests.agentserver import support_differential_runs as differential_runs
-from tests.agentserver.support_differential_crons import cron_steps
 from tests.agentserver.support_differential import Step, new_id, play, play_apart
+from tests.agentserver.support_differential_crons import cron_steps
 from tests.agentserver.support_sdk import PROJECT
 from tests.support_processes import BASE_DIR, free_port, graphs_served, wait_for_http
 

@@ -1,6 +1,6 @@
 """The official Python `langgraph_sdk` and `RemoteGraph` against a revision the local runner built and serves: the
-Agent Server API (assistants, threads, runs, store, crons) at the root of the deployment's stable URL, on the same threads as the
-examples' protocol under /api."""
+Agent Server API (assistants, threads, runs, store, crons) at the root of the deployment's stable URL, on the same
+threads as the examples' protocol under /api."""
 
 from __future__ import annotations
 

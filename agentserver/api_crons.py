@@ -96,18 +96,21 @@ class ThreadCronCreateApi(CronCreateApi):
         return super().post(request, thread_id)
 
 
+class _CronFilterSerializer(serializers.Serializer):
+    assistant_id = serializers.CharField(required=False, allow_null=True)
+    thread_id = serializers.CharField(required=False, allow_null=True)
+    metadata = serializers.DictField(required=False, allow_null=True)
+
+
 class CronSearchApi(AgentServerApi):
     writes = False
     OutputSerializer = CronOutputSerializer
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(_CronFilterSerializer):
         class Meta:
             ref_name = "CronSearchInput"
 
-        assistant_id = serializers.CharField(required=False, allow_null=True)
-        thread_id = serializers.CharField(required=False, allow_null=True)
         enabled = serializers.BooleanField(required=False, allow_null=True, default=None)
-        metadata = serializers.DictField(required=False, allow_null=True)
         limit = serializers.IntegerField(min_value=1, max_value=1000, default=10)
         offset = serializers.IntegerField(min_value=0, default=0)
         sort_by = serializers.ChoiceField(crons.SORT_FIELDS, default="created_at")
@@ -127,13 +130,9 @@ class CronSearchApi(AgentServerApi):
 class CronCountApi(AgentServerApi):
     writes = False
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(_CronFilterSerializer):
         class Meta:
             ref_name = "CronCountInput"
-
-        assistant_id = serializers.CharField(required=False, allow_null=True)
-        thread_id = serializers.CharField(required=False, allow_null=True)
-        metadata = serializers.DictField(required=False, allow_null=True)
 
     @extend_schema(request=InputSerializer, responses=OpenApiTypes.INT,
                    operation_id="count_crons_runs_crons_count_post")

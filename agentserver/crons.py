@@ -11,7 +11,7 @@ import uuid
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterError, croniter
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -37,13 +37,19 @@ FIRE_BATCH = 100
 
 
 # --- Schedules ------------------------------------------------------------------------------------------------
-def check_schedule(schedule: str) -> None:
-    """Raises RequestValidationError (422): not a cron expression croniter reads."""
-    if not croniter.is_valid(schedule):
-        raise RequestValidationError.single(
-            ["body", "schedule"], f"Invalid cron schedule: '{schedule}'. Use the standard cron format (minute hour "
-                                  "day_of_month month day_of_week), optionally with a sixth field for seconds. "
-                                  "Example: '*/5 * * * *' for every 5 minutes.")
+def check_schedule(schedule: str, tz: str | None = None) -> None:
+    """Raises RequestValidationError (422): not a cron expression croniter reads, or one that never fires (the 30th
+    of February)."""
+    problem = "" if croniter.is_valid(schedule) else ("Use the standard cron format (minute hour day_of_month month "
+                                                       "day_of_week), optionally with a sixth field for seconds. "
+                                                       "Example: '*/5 * * * *' for every 5 minutes.")
+    if not problem:
+        try:
+            next_run_date(schedule, timezone.now(), tz)
+        except CroniterError:
+            problem = "It never fires."
+    if problem:
+        raise RequestValidationError.single(["body", "schedule"], f"Invalid cron schedule: '{schedule}'. {problem}")
 
 
 def check_timezone(name: str | None) -> None:
@@ -144,8 +150,8 @@ def cron_create(*, caller: Caller, thread_id: str | None, body: dict, data: dict
     Raises:
         RequestValidationError: an invalid schedule or timezone. NotFound: unknown assistant or thread.
     """
-    check_schedule(data["schedule"])
     check_timezone(data.get("timezone"))
+    check_schedule(data["schedule"], data.get("timezone"))
     try:
         assistant = services.assistant_for(caller=caller, raw=str(data["assistant_id"]))
     except RequestValidationError:
@@ -175,8 +181,8 @@ def cron_update(*, cron: Cron, body: dict, data: dict) -> Cron:
     if "schedule" in data or "timezone" in data:
         cron.schedule = data.get("schedule") or cron.schedule
         cron.timezone = data["timezone"] if "timezone" in data else cron.timezone
-        check_schedule(cron.schedule)
         check_timezone(cron.timezone)
+        check_schedule(cron.schedule, cron.timezone)
         cron.next_run_date = next_run_date(cron.schedule, timezone.now(), cron.timezone)
         fields += ["schedule", "timezone", "next_run_date"]
     for name in ("end_time", "enabled", "on_run_completed"):
@@ -229,7 +235,10 @@ def cron_fire(*, cron: Cron, now: datetime) -> bool:
     if cron.thread_id is not None and not ChatThread.objects.filter(pk=cron.thread_id).exists():
         Cron.objects.filter(pk=cron.pk).delete()  # its thread was deleted by the chat page
         return False
-    following = next_run_date(cron.schedule, now, cron.timezone)
+    try:
+        following: datetime | None = next_run_date(cron.schedule, now, cron.timezone)
+    except CroniterError:
+        following = None  # no tick after this one: it is the last
     with transaction.atomic():
         claimed = Cron.objects.filter(pk=cron.pk, enabled=True, next_run_date=cron.next_run_date).update(
             next_run_date=following)

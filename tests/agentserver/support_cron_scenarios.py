@@ -91,6 +91,8 @@ def _update(client: SdkClient, on_thread: dict) -> None:
 def _refusals(client: SdkClient, graph: str) -> None:
     status, body = status_of(lambda: client.crons.create(graph, schedule="61 * * * *"))
     assert status == 422 and "Invalid cron schedule" in body["detail"]
+    status, body = status_of(lambda: client.crons.create(graph, schedule="0 0 30 2 *"))  # the 30th of February
+    assert status == 422 and "never fires" in body["detail"]
     assert status_of(lambda: client.crons.create(graph, schedule="* * * * *", timezone="Mars/Base"))[0] == 422
     assert status_of(lambda: client.crons.create(str(uuid.uuid4()), schedule="* * * * *"))[0] == 404
     assert status_of(lambda: client.crons.create_for_thread(str(uuid.uuid4()), graph, schedule="* * * * *"))[0] == 404

@@ -152,3 +152,13 @@ def test_a_threads_crons_go_with_it_whichever_way_it_is_deleted():
 
     assert crons.crons_fire_due(now=by_chat.next_run_date + timedelta(seconds=1)) == 0
     assert not Cron.objects.filter(pk=by_chat.pk).exists() and ChatRun.objects.count() == 0
+
+
+def test_the_admin_lists_crons_read_only(admin_client):
+    cron = make_cron(schedule="0 7 * * *")
+
+    listed = admin_client.get("/admin/agentserver/cron/")
+    shown = admin_client.get(f"/admin/agentserver/cron/{cron.pk}/change/")
+
+    assert listed.status_code == 200 and "0 7 * * *" in listed.content.decode()
+    assert shown.status_code == 200 and 'name="schedule"' not in shown.content.decode()

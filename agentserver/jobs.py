@@ -8,8 +8,8 @@ import logging
 from django.conf import settings
 from django.utils import timezone
 
-from agentserver import thread_ttl
 from agentserver.models import Cron
+from chat import thread_ttl
 from chat.models import ChatThread
 from core.registry import periodic
 

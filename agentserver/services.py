@@ -8,18 +8,19 @@ is busy for both.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agentserver import selectors, thread_ttl
+from agentserver import selectors
 from agentserver.graphs import served_graph_ids
 from agentserver.models import Assistant, AssistantVersion, Cron
 from agentserver.state import state_update
 from chat import services as chat_services
+from chat import thread_ttl
 from chat.access import Caller
 from chat.graph_runtime import get_checkpointer
 from chat.models import ChatRun, ChatThread
@@ -153,8 +154,7 @@ def assistant_delete(*, caller: Caller, assistant: Assistant, delete_threads: bo
 
 
 # --- Threads --------------------------------------------------------------------------------------------------
-def _expiry(ttl: dict | None) -> datetime | None:
-    return timezone.now() + timedelta(minutes=ttl["ttl"]) if ttl else None
+_expiry = thread_ttl.expiry
 
 
 def thread_create(*, caller: Caller, thread_id: str | None = None, metadata: dict | None = None,
@@ -336,9 +336,8 @@ def _run_metadata(*, assistant: Assistant, thread: ChatThread, created: bool, da
 def _new_thread(*, caller: Caller, assistant: Assistant, data: dict) -> tuple[ChatThread, bool, bool]:
     """A stateless run's thread, created as `_remember_graph` would leave it (one statement instead of two);
     (the thread, whether it is temporary, True: the run created it)."""
-    ttl = thread_ttl.default_ttl()
     thread = ChatThread.objects.create(id=str(uuid.uuid4()), **caller.owner_fields, metadata=_graph_marks(assistant),
-                                       has_state=True, graph_name=assistant.graph_id, ttl=ttl, expires_at=_expiry(ttl))
+                                       has_state=True, graph_name=assistant.graph_id, **thread_ttl.default_fields())
     return thread, data.get("on_completion", "delete") == "delete", True
 
 

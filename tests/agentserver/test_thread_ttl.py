@@ -11,8 +11,10 @@ import pytest
 from django.utils import timezone
 from langgraph.checkpoint.base import empty_checkpoint
 
-from agentserver import selectors, services, thread_ttl
+from agentserver import selectors, services
 from chat import selectors as chat_selectors
+from chat import services as chat_services
+from chat import thread_ttl
 from chat.access import Caller
 from chat.graph_runtime import get_checkpointer
 from chat.models import ChatEvent, ChatRun, ChatThread
@@ -106,10 +108,12 @@ def test_the_projects_default_ttl_is_given_to_threads_created_without_one(restor
 
     thread = services.thread_create(caller=ANONYMOUS)
     own = services.thread_create(caller=ANONYMOUS, ttl={"strategy": "delete", "ttl": 5})
+    claimed = chat_services.thread_claim(thread_id="by-protocol", caller=ANONYMOUS)  # the examples' protocol
 
     assert thread.ttl == {"strategy": "keep_latest", "ttl": 30.0}
     assert timedelta(minutes=29) < thread.expires_at - timezone.now() <= timedelta(minutes=30)
     assert own.ttl == {"strategy": "delete", "ttl": 5}
+    assert claimed.ttl == thread.ttl and claimed.expires_at is not None
     assert PERIODICS["agentserver.sweep_expired_threads"].every_seconds == 120
 
 

@@ -1,14 +1,17 @@
 """A served project's thread TTL: `checkpointer.ttl` of its langgraph.json, as langgraph-cli documents it
-(ThreadTTLConfig), which `serve_graphs` applies when it starts.
+(ThreadTTLConfig), which `serve_graphs` applies when it starts (the service itself has none).
 
 `default_ttl` (minutes) and `strategy` (`delete` or `keep_latest`) are given to every thread created without a
-`ttl` of its own; `sweep_interval_minutes` is how often the sweep (agentserver.jobs) looks for expired threads and
-`sweep_limit` how many it handles per pass.
+`ttl` of its own (by the Agent Server API or the chat protocol); `sweep_interval_minutes` is how often the sweep
+(agentserver.jobs) looks for expired threads and `sweep_limit` how many it handles per pass.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from django.utils import timezone
 
 from core.registry import PERIODICS
 
@@ -73,3 +76,14 @@ def default_ttl() -> dict | None:
     if _current.default_ttl is None:
         return None
     return {"strategy": _current.strategy, "ttl": _current.default_ttl}
+
+
+def expiry(ttl: dict | None) -> datetime | None:
+    """When a thread with this `ttl` created (or given it) now expires; None without one."""
+    return timezone.now() + timedelta(minutes=ttl["ttl"]) if ttl else None
+
+
+def default_fields() -> dict:
+    """`ttl` and `expires_at` of a new thread without a TTL of its own (nothing without a project default)."""
+    ttl = default_ttl()
+    return {"ttl": ttl, "expires_at": expiry(ttl)} if ttl else {}

@@ -1,17 +1,19 @@
-"""Background work of the Agent Server API, run by `run_worker`: the sweep of threads whose TTL has run out."""
+"""Background work of the Agent Server API, run by `run_worker` (and a revision's serving process): the sweep of
+threads whose TTL has run out, and the firing of crons whose tick has come."""
 
 from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.utils import timezone
 
+from agentserver.models import Cron
+from chat import thread_ttl
 from chat.models import ChatThread
 from core.registry import periodic
 
 log = logging.getLogger("agentserver.jobs")
-# Threads handled per sweep: a backlog is worked off over several sweeps instead of in one long job.
-SWEEP_BATCH = 100
 
 
 @periodic("agentserver.sweep_expired_threads", every_seconds=60)
@@ -23,6 +25,18 @@ def sweep_expired_threads() -> None:
     # actually expires.
     from agentserver import selectors, services
 
-    for thread in selectors.threads_expired(now=timezone.now(), limit=SWEEP_BATCH):
+    for thread in selectors.threads_expired(now=timezone.now(), limit=thread_ttl.current().sweep_limit):
         outcome = services.thread_expire(thread=thread)
         log.info("thread %s expired: %s", thread.id, outcome)
+
+
+@periodic("agentserver.fire_due_crons", every_seconds=settings.AGENTSERVER_CRON_POLL_SECONDS)
+def fire_due_crons() -> None:
+    """Queue one run for every cron whose tick has come (agentserver.crons.cron_fire claims each tick once)."""
+    if not Cron.objects.filter(enabled=True, next_run_date__lte=timezone.now()).exists():
+        return
+    # Imported here, as above: creating a run loads the served graphs' runtime.
+    from agentserver import crons
+
+    fired = crons.crons_fire_due()
+    log.info("crons fired: %d", fired)

@@ -81,3 +81,41 @@ class AssistantVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.assistant.assistant_id} v{self.version}"
+
+
+class Cron(BaseModel):
+    """A schedule that creates a run of `payload` (a run creation's body) at every tick of `schedule`.
+
+    `next_run_date` is the tick to fire next; firing moves it forward in one conditional UPDATE, so that one
+    worker only fires each tick, and from the time it fires, so that ticks missed while nothing ran fire once.
+    A cron with a `thread` runs on it; one without creates a thread per run (`on_run_completed`: delete or keep it).
+    """
+
+    owner_kind = models.CharField(max_length=16, choices=Assistant.OwnerKind.choices)
+    workspace = models.ForeignKey(
+        "accounts.Workspace", null=True, blank=True, on_delete=models.CASCADE, related_name="crons"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="crons"
+    )
+    id = models.UUIDField(primary_key=True)
+    assistant_id = models.UUIDField()
+    # Not a foreign key: chat deletes a thread's rows in written-out statements (chat.services.thread_delete_by_id)
+    # and knows nothing of crons. agentserver.services.thread_delete deletes the thread's crons, and a cron whose
+    # thread went another way (the chat page) is deleted when it would fire.
+    thread_id = models.CharField(max_length=255, null=True, blank=True, db_index=True)
+    schedule = models.CharField(max_length=255)
+    timezone = models.CharField(max_length=64, null=True, blank=True)
+    end_time = models.DateTimeField(null=True, blank=True)
+    next_run_date = models.DateTimeField(null=True, blank=True)
+    on_run_completed = models.CharField(max_length=8, null=True, blank=True)
+    enabled = models.BooleanField(default=True)
+    payload = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["enabled", "next_run_date"], name="agentserver_cron_due"),
+                   models.Index(fields=["owner_kind", "workspace", "user"], name="agentserver_cron_owner")]
+
+    def __str__(self) -> str:
+        return f"{self.schedule} ({self.id})"

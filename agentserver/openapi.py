@@ -30,6 +30,7 @@ TAGS = [
     {"name": "Threads", "description": "A thread holds the state (checkpoints) its runs build up."},
     {"name": "Thread Runs", "description": "A run executes an assistant's graph on a thread."},
     {"name": "Stateless Runs", "description": "A run executes an assistant's graph on a temporary thread."},
+    {"name": "Crons", "description": "A cron creates a run of its assistant at every tick of its schedule."},
     {"name": "Store", "description": "Items the graphs and their clients keep across threads, by namespace."},
     {"name": "Streaming", "description": "The Agent Streaming Protocol: commands and a thread's event stream."},
     {"name": "System", "description": "Health, server information and this document."},
@@ -111,6 +112,8 @@ PROTOCOL_PATHS = {
 
 
 def tag_of(path: str) -> str:
+    if path.endswith("/runs/crons") or "/runs/crons/" in path:
+        return "Crons"
     if path.startswith("/assistants"):
         return "Assistants"
     if path.startswith("/threads/{thread_id}/runs"):

@@ -20,6 +20,7 @@ from chat.access import Caller
 from chat.frames import frame_channel
 from chat.graph_runtime import ServedGraph, get_served_graph
 from chat.models import ChatEvent, ChatRun, ChatThread
+from chat.selectors import thread_expired
 from chat.services import thread_owned_by
 from core.exceptions import NotFound, RequestValidationError
 from core.protocol_errors import error_body
@@ -117,8 +118,8 @@ def thread_not_found(thread_id: str) -> NotFound:
 
 
 def thread_get(*, caller: Caller, thread_id: str) -> ChatThread:
-    """Raises NotFound: missing or someone else's (the same answer for both)."""
-    thread = ChatThread.objects.filter(pk=thread_id).first()
+    """Raises NotFound: missing, expired (chat.selectors.thread_expired) or someone else's (one answer for all)."""
+    thread = ChatThread.objects.filter(pk=thread_id).exclude(thread_expired()).first()
     if thread is None or not thread_owned_by(thread, caller):
         raise thread_not_found(thread_id)
     return thread
@@ -162,7 +163,7 @@ def thread_search(*, caller: Caller, metadata: dict | None = None, values: dict 
     Metadata is matched by the database on PostgreSQL (JSON containment); `values`, `status` and sorting by status
     need each thread's state, so those searches, and metadata on SQLite (no JSON `contains`), filter in Python.
     """
-    rows = ChatThread.objects.filter(**caller.owner_filter)
+    rows = ChatThread.objects.filter(**caller.owner_filter).exclude(thread_expired())
     if ids is not None:
         rows = rows.filter(pk__in=ids)
     in_database = connection.vendor == "postgresql"

@@ -8,7 +8,7 @@ is busy for both.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -17,9 +17,10 @@ from django.utils import timezone
 
 from agentserver import selectors
 from agentserver.graphs import served_graph_ids
-from agentserver.models import Assistant, AssistantVersion
+from agentserver.models import Assistant, AssistantVersion, Cron
 from agentserver.state import state_update
 from chat import services as chat_services
+from chat import thread_ttl
 from chat.access import Caller
 from chat.graph_runtime import get_checkpointer
 from chat.models import ChatRun, ChatThread
@@ -153,14 +154,18 @@ def assistant_delete(*, caller: Caller, assistant: Assistant, delete_threads: bo
 
 
 # --- Threads --------------------------------------------------------------------------------------------------
-def _expiry(ttl: dict | None) -> datetime | None:
-    return timezone.now() + timedelta(minutes=ttl["ttl"]) if ttl else None
+_expiry = thread_ttl.expiry
 
 
 def thread_create(*, caller: Caller, thread_id: str | None = None, metadata: dict | None = None,
                   ttl: dict | None = None, if_exists: str = "raise") -> ChatThread:
-    """Raises Conflict: the id exists (anyone's: ids are global) and `if_exists` is "raise"."""
+    """A thread expiring after `ttl`, or the served project's `checkpointer.ttl` default.
+
+    Raises:
+        Conflict: the id exists (anyone's: ids are global) and `if_exists` is "raise".
+    """
     thread_id = thread_id or str(uuid.uuid4())
+    ttl = ttl or thread_ttl.default_ttl()
     try:
         with transaction.atomic():
             return ChatThread.objects.create(id=thread_id, **caller.owner_fields, metadata=metadata or {},
@@ -205,13 +210,14 @@ def _thread_update_fields(*, thread: ChatThread, metadata: dict | None, ttl: dic
 
 
 def thread_delete(*, thread: ChatThread) -> None:
-    """The thread, its checkpoints, runs and event log; an active run is stopped first."""
+    """The thread, its checkpoints, runs, event log and crons; an active run is stopped first."""
     active = ChatRun.objects.filter(thread=thread, status=ChatRun.Status.RUNNING).first()
     if active is not None:
         async_to_sync(run_stop)(run=active)  # the cancel flag, a local cancel, a bounded wait
     # One transaction (the saver's sync methods use this thread's connection): never half a thread left behind.
     with transaction.atomic():
         get_checkpointer().delete_thread(thread.id)
+        Cron.objects.filter(thread_id=thread.id).delete()
         chat_services.thread_delete(thread=thread)
 
 
@@ -273,7 +279,7 @@ def thread_expire(*, thread: ChatThread) -> str:
 
 
 # --- Chat runs ------------------------------------------------------------------------------------------------
-def _assistant_for(*, caller: Caller, raw: str) -> Assistant:
+def assistant_for(*, caller: Caller, raw: str) -> Assistant:
     if raw in served_graph_ids():
         key = selectors.system_assistant_id(raw)
     else:
@@ -292,7 +298,7 @@ def _assistant_for(*, caller: Caller, raw: str) -> Assistant:
     return selectors.assistant_get(caller=caller, assistant_id=key)
 
 
-def _check_body(data: dict) -> None:
+def check_run_body(data: dict) -> None:
     unknown = [m for m in data.get("stream_mode") or () if m not in STREAM_MODES]
     if unknown:
         raise RequestValidationError.single(["body", "stream_mode"], f"Invalid stream_mode: {unknown[0]!r}. "
@@ -331,7 +337,7 @@ def _new_thread(*, caller: Caller, assistant: Assistant, data: dict) -> tuple[Ch
     """A stateless run's thread, created as `_remember_graph` would leave it (one statement instead of two);
     (the thread, whether it is temporary, True: the run created it)."""
     thread = ChatThread.objects.create(id=str(uuid.uuid4()), **caller.owner_fields, metadata=_graph_marks(assistant),
-                                       has_state=True, graph_name=assistant.graph_id)
+                                       has_state=True, graph_name=assistant.graph_id, **thread_ttl.default_fields())
     return thread, data.get("on_completion", "delete") == "delete", True
 
 
@@ -362,8 +368,8 @@ def run_create(*, caller: Caller, thread_id: str | None, data: dict) -> tuple[Ch
         NotFound: unknown assistant or thread (or someone else's). Conflict: `reject` on a busy thread.
         RequestValidationError: an unknown stream mode, or a webhook the egress guard refuses.
     """
-    _check_body(data)
-    assistant = _assistant_for(caller=caller, raw=str(data["assistant_id"]))
+    check_run_body(data)
+    assistant = assistant_for(caller=caller, raw=str(data["assistant_id"]))
     config, context = _run_config(assistant, data)
     strategy = data.get("multitask_strategy") or "enqueue"
     with transaction.atomic():

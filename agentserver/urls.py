@@ -11,7 +11,7 @@ from typing import Any
 from django.urls import path
 from rest_framework.views import APIView
 
-from agentserver import api, api_docs, api_runs, api_store, api_threads
+from agentserver import api, api_crons, api_docs, api_runs, api_store, api_threads
 from agentserver.cors import is_preflight
 from core.views import method_routes as base_method_routes
 
@@ -60,6 +60,7 @@ ROUTES: dict[str, type[APIView] | Callable[..., Any]] = {
     f"{T}/history": method_routes(get=api_threads.ThreadHistoryGetApi, post=api_threads.ThreadHistoryPostApi),
     f"{T}/runs": method_routes(get=api_runs.ThreadRunListApi, post=api_runs.ThreadRunCreateApi),
     f"{T}/runs/stream": api_runs.ThreadRunStreamApi,
+    f"{T}/runs/crons": api_crons.ThreadCronCreateApi,
     f"{T}/runs/wait": api_runs.ThreadRunWaitApi,
     f"{T}/runs/<str:run_id>": method_routes(get=api_runs.RunGetApi, delete=api_runs.RunDeleteApi),
     f"{T}/runs/<str:run_id>/join": api_runs.RunJoinApi,
@@ -71,6 +72,11 @@ ROUTES: dict[str, type[APIView] | Callable[..., Any]] = {
     "runs/wait": api_runs.StatelessRunWaitApi,
     "runs/batch": api_runs.RunBatchApi,
     "runs/cancel": api_runs.RunsCancelManyApi,
+    "runs/crons": api_crons.CronCreateApi,
+    "runs/crons/search": api_crons.CronSearchApi,
+    "runs/crons/count": api_crons.CronCountApi,
+    "runs/crons/<str:cron_id>": method_routes(get=api_crons.CronGetApi, patch=api_crons.CronUpdateApi,
+                                              delete=api_crons.CronDeleteApi),
     "store/items": method_routes(put=api_store.StoreItemPutApi, get=api_store.StoreItemGetApi,
                                  delete=api_store.StoreItemDeleteApi),
     "store/items/search": api_store.StoreSearchApi,

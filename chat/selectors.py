@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 import orjson
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from chat import event_sql
@@ -32,10 +32,16 @@ def thread_get_for_caller(*, thread_id: str, caller: Caller) -> ChatThread:
     return thread
 
 
+def thread_expired(now: datetime | None = None) -> Q:
+    """Threads whose TTL has run out with the `delete` strategy: no list, search or read shows them, even before
+    the sweep (agentserver.jobs) removes them. A `keep_latest` thread stays: the sweep only prunes it."""
+    return Q(expires_at__lte=now or timezone.now()) & ~Q(ttl__strategy="keep_latest")
+
+
 def thread_list_for_caller(*, caller: Caller, limit: int = 200, title_contains: str = "") -> list[ChatThread]:
     """The caller's threads that have state (whose title contains `title_contains`, any case), newest activity
     first."""
-    threads = ChatThread.objects.filter(has_state=True, **caller.owner_filter)
+    threads = ChatThread.objects.filter(has_state=True, **caller.owner_filter).exclude(thread_expired())
     if title_contains.strip():
         threads = threads.filter(title__icontains=title_contains.strip())
     return list(threads.order_by("-updated_at")[:limit])

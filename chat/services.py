@@ -17,7 +17,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Max, Min
 from django.utils import timezone
 
-from chat import event_sql
+from chat import event_sql, thread_ttl
 from chat.access import Caller
 from chat.frames import Frame, end_frame, frame_channel
 from chat.models import ChatEvent, ChatInterrupt, ChatRun, ChatThread, Checkpoint
@@ -78,7 +78,7 @@ def thread_claim(*, thread_id: str, caller: Caller) -> ChatThread:
     if thread is None:
         try:
             with transaction.atomic():
-                return ChatThread.objects.create(id=thread_id, **caller.owner_fields)
+                return ChatThread.objects.create(id=thread_id, **caller.owner_fields, **thread_ttl.default_fields())
         except IntegrityError:
             # Two first requests raced; whoever won owns it.
             thread = ChatThread.objects.get(pk=thread_id)

@@ -272,6 +272,8 @@ PROCESS_IDENTITY = env_str("PROCESS_IDENTITY")
 # Background work (run_worker).
 WORKER_LEASE_SECONDS = env_int("WORKER_LEASE_SECONDS", 60)
 WORKER_POLL_SECONDS = env_float("WORKER_POLL_SECONDS", 1.0)
+# How often a worker looks for Agent Server crons whose tick has come (a schedule finer than this is coalesced).
+AGENTSERVER_CRON_POLL_SECONDS = env_float("AGENTSERVER_CRON_POLL_SECONDS", 5.0)
 
 # Demo workspace and admin created by `serve`.
 DEMO_WORKSPACE = env_str("DEMO_WORKSPACE", "demo")

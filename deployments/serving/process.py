@@ -22,6 +22,13 @@ def project_graph_specs(config_path: str | Path) -> dict[str, str]:
     return specs
 
 
+def project_thread_ttl(config_path: str | Path) -> object:
+    """The `checkpointer.ttl` of a langgraph.json (None without one), as written: chat.thread_ttl reads it."""
+    config = json.loads(Path(config_path).read_text(encoding="utf-8"))
+    checkpointer = config.get("checkpointer") if isinstance(config, dict) else None
+    return checkpointer.get("ttl") if isinstance(checkpointer, dict) else None
+
+
 def load_project_graphs(config_path: str | Path, *, checkpointer=None) -> dict[str, graph_runtime.ServedGraph]:
     """Load every graph of the project as the chat app would serve it (raises GraphLoadError)."""
     if checkpointer is None:

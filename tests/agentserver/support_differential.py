@@ -99,8 +99,8 @@ class Normaliser:
 @dataclass
 class Step:
     """One request. `path` and `body` may name earlier results as `{name}`: `save` keeps the answer's `run_id`
-    under that name. `stream` reads the answer as SSE frames; `settle` waits (polling GET `settle`) until the
-    run it names has ended, so that what follows does not depend on timing."""
+    (a cron's `cron_id`) under that name. `stream` reads the answer as SSE frames; `settle` waits (polling GET
+    `settle`) until the run it names has ended, so that what follows does not depend on timing."""
 
     method: str
     path: str
@@ -186,7 +186,7 @@ def _play_step(client: httpx.Client, step: Step, normalise: Normaliser, names: d
         assert isinstance(payload, dict) and isinstance(payload.get("detail"), str), (path, payload)
         payload = {"detail": "<detail>"}
     elif step.save:
-        names[step.save] = payload["run_id"]
+        names[step.save] = payload["run_id"] if "run_id" in payload else payload["cron_id"]
     return step.method, step.path, response.status_code, headers, normalise(payload)
 
 

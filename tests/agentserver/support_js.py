@@ -104,6 +104,19 @@ def assert_report(report: dict) -> None:
     assert store["found"] == [{"namespace": [root, "u1"], "key": "prefs", "value": {"theme": "light", "size": 5}}]
     assert store["namespaces"] == [[root, "u1"], [root, "u2"]] and store["deleted"] is None
 
+    crons = report["crons"]
+    stateless, on_thread = crons["stateless"], crons["onThread"]
+    assert stateless["thread_id"] is None and stateless["on_run_completed"] == "keep"
+    assert stateless["payload"]["config"]["configurable"]["cron_id"] == stateless["cron_id"]
+    assert on_thread["thread_id"] == crons["thread_id"] and on_thread["enabled"] is False
+    assert on_thread["end_time"].startswith("2100-01-01T00:00:00")
+    assert crons["found"] == [stateless["cron_id"], on_thread["cron_id"]] and crons["counted"] == 2
+    assert crons["selected"] == [{"cron_id": on_thread["cron_id"], "enabled": False}]
+    updated = crons["updated"]
+    assert updated["schedule"] == "30 6 * * *" and updated["enabled"] is True
+    assert updated["metadata"] == {"marker": on_thread["metadata"]["marker"], "kind": "thread", "stage": 2}
+    assert crons["refused"] == 422 and crons["left"] == 0
+
     cancel = report["cancel"]
     assert cancel["seen_status"] == "running" and cancel["final_status"] == "interrupted"
     # Cancelled between two ticks, its last checkpoint still has a next node: "interrupted", as langgraph dev says.

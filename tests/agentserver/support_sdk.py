@@ -30,7 +30,8 @@ class Blocking:
 
 
 class SdkClient:
-    """`assistants`, `threads`, `runs` and `store` of the sync client, or of the async client run to completion."""
+    """`assistants`, `threads`, `runs`, `crons` and `store` of the sync client, or of the async client run to
+    completion."""
 
     def __init__(self, kind: str, url: str, api_key: str | None = None):
         self.kind = kind
@@ -39,6 +40,7 @@ class SdkClient:
             self.loop = None
             self.assistants, self.threads = self.client.assistants, self.client.threads
             self.runs, self.store = self.client.runs, self.client.store
+            self.crons = self.client.crons
         else:
             self.loop = asyncio.new_event_loop()
             self.client = get_client(url=url, api_key=api_key)
@@ -46,6 +48,7 @@ class SdkClient:
             self.threads = Blocking(self.client.threads, self.loop)
             self.runs = Blocking(self.client.runs, self.loop)
             self.store = Blocking(self.client.store, self.loop)
+            self.crons = Blocking(self.client.crons, self.loop)
 
     def collect(self, stream) -> list:
         """Every part of an SDK stream (an iterator of the sync client, an async iterator of the async one)."""

@@ -1,7 +1,8 @@
 """One scripted scenario against LangChain's own Agent Server (`langgraph dev` 0.16.7, installed by
 scripts/test-deps.d/40-langgraph-dev.sh) and against ours (`serve_graphs`, as a deployed revision runs it), compared
 response by response once ids, timestamps and error messages are normalised (tests/agentserver/support_differential.py):
-assistants and threads; every stream mode on every test graph, with and without subgraphs; the run operations."""
+assistants and threads; every stream mode on every test graph, with and without subgraphs; the run operations; the
+store; crons."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from tests.agentserver import support_differential_runs as differential_runs
 from tests.agentserver.support_differential import PEER, Step, new_id, peer_serving, play, play_apart
+from tests.agentserver.support_differential_crons import cron_steps
 from tests.agentserver.support_sdk import PROJECT
 from tests.support_processes import BASE_DIR, graphs_served
 
@@ -151,6 +153,11 @@ def test_the_store_lists_as_the_agent_servers_postgres_store_where_langgraph_dev
         listed.append(httpx.post(f"{base}/store/namespaces", json={"prefix": ["order"]}, timeout=30).json())
     assert orders == [[("u1", "a"), ("u1", "c"), ("u2", "b")], [("u2", "b"), ("u1", "c"), ("u1", "a")]]
     assert listed == [{"namespaces": [["order", "u1"], ["order", "u2"]]}, {"namespaces": [["order", "u1"]]}]
+
+
+def test_crons_answer_like_langgraph_dev(peer, ours):
+    scenario = cron_steps()
+    assert_same(scenario, play(peer, scenario), play(ours, scenario))
 
 
 def test_every_stream_mode_sends_the_frames_langgraph_dev_sends(peer, ours):

@@ -1,7 +1,8 @@
 """The official JS SDK's `Client` (`@langchain/langgraph-sdk` 1.9.24 in Node, its default Agent Server mode) against
 the service's own /api: create and join, stream modes, join with Last-Event-ID resume, cancel.
 
-The same script runs against a deployed revision in tests/deployments/test_live_js_clients.py.
+The same script (with the store and crons) runs against a deployed revision in
+tests/deployments/test_live_js_clients.py.
 """
 
 from __future__ import annotations

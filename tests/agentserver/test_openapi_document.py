@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 SERVING_URLS = "deployments.serving.urls"
 SAMPLE_ID = "7d1f7c2e-0000-4000-8000-000000000001"
 # What the peer documents that this server is not meant to serve (issue 12).
-NOT_SERVED = re.compile(r"^/(a2a|mcp|metrics)(/|$)|^/threads/\{thread_id\}/storage$|^/threads/prune$|/crons")
+NOT_SERVED = re.compile(r"^/(a2a|mcp|metrics)(/|$)|^/threads/\{thread_id\}/storage$|^/threads/prune$")
 
 
 def operations(document: dict) -> dict[tuple[str, str], dict]:

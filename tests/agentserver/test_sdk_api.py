@@ -12,6 +12,7 @@ import pytest
 
 from chat.models import ChatThread
 from chat.store import DjangoStore
+from tests.agentserver import support_cron_scenarios as cron_scenarios
 from tests.agentserver import support_scenarios as scenarios
 from tests.agentserver.support_sdk import CLIENT_KINDS, NESTED_SPEC, SdkClient, status_of
 from tests.chat.support_chat import command, live_chat_server
@@ -46,6 +47,10 @@ def test_an_assistant_shows_its_graph_schemas_and_subgraphs(client):
 
 def test_threads_are_created_updated_searched_copied_and_deleted(client):
     scenarios.thread_lifecycle(client)
+
+
+def test_crons_are_created_read_searched_counted_updated_and_deleted(client, server, key):
+    cron_scenarios.cron_lifecycle(client, "agent", f"{server.url}/api", {"X-Api-Key": key})
 
 
 def test_a_threads_ttl_is_stored_with_the_moment_it_expires(client):

@@ -1,5 +1,6 @@
 """The sweep of threads whose TTL has run out (agentserver.jobs): `delete` removes the thread with its runs, events
-and checkpoints; `keep_latest` keeps the thread and its latest checkpoint; threads not yet expired stay as they are."""
+and checkpoints; `keep_latest` keeps the thread and its latest checkpoint; threads not yet expired stay as they are.
+An expired thread is never shown, even before the sweep; a served project's `checkpointer.ttl` is the default."""
 
 from __future__ import annotations
 
@@ -10,11 +11,18 @@ import pytest
 from django.utils import timezone
 from langgraph.checkpoint.base import empty_checkpoint
 
+from agentserver import selectors, services
+from chat import selectors as chat_selectors
+from chat import services as chat_services
+from chat import thread_ttl
+from chat.access import Caller
 from chat.graph_runtime import get_checkpointer
 from chat.models import ChatEvent, ChatRun, ChatThread
+from core.exceptions import NotFound
 from core.registry import PERIODICS
 
 pytestmark = pytest.mark.django_db(transaction=True)
+ANONYMOUS = Caller(kind="anonymous")
 
 
 def sweep() -> None:
@@ -79,3 +87,45 @@ def test_keep_latest_waits_for_an_active_run_to_end():
     sweep()
 
     assert len(checkpoints_of("t-busy")) == 3
+
+
+def test_an_expired_thread_is_not_read_listed_searched_or_counted_even_before_the_sweep():
+    make_thread("t-gone", strategy="delete", expires_in=-timedelta(seconds=1))
+    make_thread("t-pruned", strategy="keep_latest", expires_in=-timedelta(seconds=1))
+    make_thread("t-live", strategy="delete", expires_in=timedelta(minutes=5))
+
+    with pytest.raises(NotFound):
+        selectors.thread_get(caller=ANONYMOUS, thread_id="t-gone")
+    assert selectors.thread_get(caller=ANONYMOUS, thread_id="t-pruned").id == "t-pruned"
+    found, total = selectors.thread_search(caller=ANONYMOUS, sort_by="thread_id", sort_order="asc")
+    assert [thread.id for thread, _ in found] == ["t-live", "t-pruned"] and total == 2
+    assert {t.id for t in chat_selectors.thread_list_for_caller(caller=ANONYMOUS)} == {"t-live", "t-pruned"}
+    assert ChatThread.objects.filter(pk="t-gone").exists()  # the sweep has not run yet
+
+
+def test_the_projects_default_ttl_is_given_to_threads_created_without_one(restore_ttl):
+    thread_ttl.configure({"strategy": "keep_latest", "default_ttl": 30, "sweep_interval_minutes": 2})
+
+    thread = services.thread_create(caller=ANONYMOUS)
+    own = services.thread_create(caller=ANONYMOUS, ttl={"strategy": "delete", "ttl": 5})
+    claimed = chat_services.thread_claim(thread_id="by-protocol", caller=ANONYMOUS)  # the examples' protocol
+
+    assert thread.ttl == {"strategy": "keep_latest", "ttl": 30.0}
+    assert timedelta(minutes=29) < thread.expires_at - timezone.now() <= timedelta(minutes=30)
+    assert own.ttl == {"strategy": "delete", "ttl": 5}
+    assert claimed.ttl == thread.ttl and claimed.expires_at is not None
+    assert PERIODICS["agentserver.sweep_expired_threads"].every_seconds == 120
+
+
+@pytest.mark.parametrize("raw", [{"strategy": "forget"}, {"default_ttl": -1}, {"default_ttl": "5"}, {"ttl": 5}, [1]])
+def test_an_invalid_checkpointer_ttl_is_refused(raw, restore_ttl):
+    with pytest.raises(ValueError, match="checkpointer.ttl"):
+        thread_ttl.configure(raw)
+
+
+@pytest.fixture
+def restore_ttl():
+    sweep = PERIODICS["agentserver.sweep_expired_threads"]
+    yield
+    thread_ttl.configure(None)
+    PERIODICS[sweep.name] = sweep

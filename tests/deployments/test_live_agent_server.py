@@ -1,6 +1,6 @@
 """The official Python `langgraph_sdk` and `RemoteGraph` against a revision the local runner built and serves: the
-Agent Server API (assistants, threads, runs) at the root of the deployment's stable URL, on the same threads as the
-examples' protocol under /api."""
+Agent Server API (assistants, threads, runs, store, crons) at the root of the deployment's stable URL, on the same
+threads as the examples' protocol under /api."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from accounts.services import api_key_create, workspace_create
+from tests.agentserver import support_cron_scenarios as cron_scenarios
 from tests.agentserver import support_scenarios as scenarios
 from tests.agentserver.support_sdk import CLIENT_KINDS, SdkClient, status_of
 from tests.deployments.support_projects import deploy_test_project
@@ -18,7 +19,7 @@ from tests.support_processes import wait_for
 pytestmark = pytest.mark.live
 
 
-def test_a_deployed_revision_answers_the_sdk_on_every_assistant_thread_run_and_store_operation(
+def test_a_deployed_revision_answers_the_sdk_on_every_assistant_thread_run_store_and_cron_operation(
         stack_factory, workspace, tmp_path):
     owner = api_key_create(workspaces=[workspace])[1]
     stack = stack_factory()
@@ -35,11 +36,15 @@ def test_a_deployed_revision_answers_the_sdk_on_every_assistant_thread_run_and_s
             scenarios.runs_lifecycle(client, custom_url, owner)
             scenarios.bad_input(client, custom_url, {"X-Api-Key": owner})
             scenarios.store_lifecycle(client)
+            cron_scenarios.cron_lifecycle(client, "echo", custom_url, {"X-Api-Key": owner})
         finally:
             client.close()
 
     client = SdkClient("sync", custom_url, api_key=owner)
     try:
+        # The revision's serving process fires crons (its periodic jobs): each tick a run on the cron's thread.
+        assert {run["status"] for run in cron_scenarios.cron_fires_on_its_thread(client, "echo", "tick")} <= {
+            "pending", "running", "success"}
         _protocol_and_sdk_share_threads(client, custom_url, owner)
         _another_workspace_is_404(custom_url, client.threads.create()["thread_id"])
     finally:

@@ -1,7 +1,7 @@
 // Drives our Agent Server API with LangChain's official JS client (@langchain/langgraph-sdk 1.9.24) in its default
 // mode: `new Client({apiUrl, apiKey})`, no custom transport. Prints one JSON report on stdout (the last line);
 // tests/agentserver/test_js_client.py and tests/deployments/test_live_js_clients.py run it; tests/agentserver/
-// support_js.py asserts on the report. It also puts, reads, searches and deletes store items.
+// support_js.py asserts on the report. It also puts, reads, searches and deletes store items, and crons.
 //
 //   CHAT_API_URL=... CHAT_ASSISTANT=agent SLOW_API_URL=... SLOW_ASSISTANT=agent [AS_API_KEY=...] \
 //     node agent_server_client.mjs
@@ -120,8 +120,36 @@ async function storeRoundTrip() {
   };
 }
 
+// Crons: one stateless and one on a thread, searched, counted, updated (an invalid schedule refused) and deleted.
+async function cronsRoundTrip() {
+  const crons = chat.client.crons;
+  const marker = `js-${Date.now()}`;
+  const thread = await chat.client.threads.create();
+  const stateless = await crons.create(chat.assistant, {
+    schedule: "*/5 * * * *", input: human("tick"), metadata: { marker }, onRunCompleted: "keep" });
+  const onThread = await crons.createForThread(thread.thread_id, chat.assistant, {
+    schedule: "0 9 * * 1", metadata: { marker, kind: "thread" }, enabled: false, endTime: "2100-01-01T00:00:00Z" });
+  const found = await crons.search({ metadata: { marker }, sortBy: "created_at", sortOrder: "asc" });
+  const selected = await crons.search({ threadId: thread.thread_id, select: ["cron_id", "enabled"] });
+  const counted = await crons.count({ metadata: { marker } });
+  const updated = await crons.update(onThread.cron_id, { schedule: "30 6 * * *", enabled: true, metadata: { stage: 2 } });
+  let refused = null;
+  try {
+    await crons.update(onThread.cron_id, { schedule: "not a schedule" });
+  } catch (error) {
+    refused = error?.status ?? String(error);
+  }
+  await crons.delete(stateless.cron_id);
+  await crons.delete(onThread.cron_id);
+  report.crons = {
+    thread_id: thread.thread_id, stateless, onThread, found: found.map((c) => c.cron_id), selected, counted, updated,
+    refused, left: await crons.count({ metadata: { marker } }),
+  };
+}
+
 try {
   await storeRoundTrip();
+  await cronsRoundTrip();
   const thread = await createAndJoin();
   await streamModes(thread);
   await resumeAfterLastEventId();

@@ -16,10 +16,10 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
-from chat import graph_runtime
+from chat import graph_runtime, thread_ttl
 from chat import services as chat_services
 from core.worker import Worker
-from deployments.serving.process import project_graph_specs
+from deployments.serving.process import project_graph_specs, project_thread_ttl
 
 log = logging.getLogger("deployments.serve_graphs")
 
@@ -37,6 +37,8 @@ class Command(BaseCommand):
     def handle(self, *args, config, port, host, **options):
         try:
             specs = project_graph_specs(config)
+            # Threads expire as the project's checkpointer.ttl says (chat.thread_ttl).
+            thread_ttl.configure(project_thread_ttl(config))
         except (OSError, ValueError) as exc:
             raise CommandError(f"Cannot read {config}: {exc}") from None
         if not specs:

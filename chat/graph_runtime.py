@@ -83,6 +83,19 @@ def load_graph(spec: str, *, checkpointer: Any) -> ServedGraph:
     return ServedGraph(spec=spec, graph=graph, transformers=transformers)
 
 
+def import_object(spec: str) -> Any:
+    """The object `spec` names (`./path.py:attr`, `package.module:attr`), as a graph spec is imported.
+
+    Raises:
+        GraphLoadError: the module cannot be imported or has no such attribute.
+    """
+    module, attr = _import_target(spec)
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise GraphLoadError(f"{spec!r}: {module.__name__} has no attribute {attr!r}.") from None
+
+
 def _import_target(spec: str):
     path_part, sep, attr = spec.strip().rpartition(":")
     if not sep or not path_part or not attr:

@@ -29,12 +29,13 @@ class Ranked:
     score: float
 
 
-def tokenized_fields(fields: Sequence[str] | None) -> list[tuple[str, list[str]]]:
-    """The index's fields as (path, tokens) pairs; no fields means the whole value (`$`)."""
-    return [(path, tokenize_path(path)) for path in (fields or ["$"])]
+def tokenized_fields(fields: Sequence[str] | None) -> list[tuple[str, str | list[str]]]:
+    """The index's fields as (path, tokens) pairs; no fields means the whole value (`$`, kept as is: it is the
+    whole value only untokenized, as InMemoryStore passes it)."""
+    return [(path, path if path == "$" else tokenize_path(path)) for path in (fields or ["$"])]
 
 
-def texts_to_embed(op: PutOp, default_fields: list[tuple[str, list[str]]]) -> list[tuple[str, str]]:
+def texts_to_embed(op: PutOp, default_fields: list[tuple[str, str | list[str]]]) -> list[tuple[str, str]]:
     """The (field, text) pairs a put embeds: none for a delete or `index=False`, the put's own paths if it gives
     them, else the index's fields."""
     if op.value is None or op.index is False:

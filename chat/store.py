@@ -31,13 +31,15 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Coroutine, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -52,6 +54,7 @@ from langgraph.store.base import (
     TTLConfig,
     ensure_embeddings,
 )
+from langgraph.store.base.embed import EmbeddingsLambda
 
 from chat import db_executor, store_vectors
 from chat.models import StoreItem, StoreVector
@@ -62,6 +65,7 @@ MAX_ADDRESS_BYTES = 2048
 SWEEP_BATCH = 1000
 
 Address = tuple[tuple[str, ...], str]
+T = TypeVar("T")
 
 
 class AddressTooLong(ValueError):
@@ -144,8 +148,12 @@ class DjangoStore(BaseStore):
     def _embed(self, ops: list[Op]) -> Embedded:
         queries, texts = self._to_embed(ops)
         embedded = Embedded()
-        if self.embeddings is None:
+        if self.embeddings is None or not (queries or texts):
             return embedded
+        if _async_only(self.embeddings):
+            # The project's embedding function is async (`aembed_texts`) and the caller sync (a sync node, the
+            # /store views): await it on a loop of its own, as the Agent Server's async routes would.
+            return _run_coroutine(self._aembed(ops))
         distinct = list(dict.fromkeys(text for _, _, text in texts))
         vectors = self.embeddings.embed_documents(distinct) if distinct else []
         query_vectors = [self.embeddings.embed_query(query) for query in queries]
@@ -324,6 +332,18 @@ def store_sweep_expired(*, using: str = "default", now: datetime | None = None) 
         deleted += per_model.get(StoreItem._meta.label, 0)
         if len(ids) < SWEEP_BATCH:
             return deleted
+
+
+def _async_only(embeddings: Embeddings) -> bool:
+    return isinstance(embeddings, EmbeddingsLambda) and getattr(embeddings, "func", None) is None
+
+
+def _run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
+    if not _on_event_loop():
+        return asyncio.run(coroutine)
+    # asyncio.run refuses to run inside a running loop: on a loop's thread, a thread of its own runs it.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-embed") as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def _on_event_loop() -> bool:

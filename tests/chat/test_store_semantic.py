@@ -218,3 +218,15 @@ def test_a_query_is_ignored_by_a_store_without_an_index():
 
     assert [item.key for item in found] == list(reversed(DOCS))
     assert all(item.score is None for item in found)
+
+
+def test_an_async_embedding_function_serves_the_sync_methods_too(django_store):
+    store = DjangoStore(scope="test", index=index_config(aembed_texts))
+    put_all(store, DOCS)
+
+    assert_ranking(store.search(("docs",), query="red car", limit=10), exact_ranking(DOCS, "red car"))
+
+    async def on_a_loop():
+        return store.search(("docs",), query="apple", limit=10)
+
+    assert_ranking(asyncio.run(on_a_loop()), exact_ranking(DOCS, "apple"))

@@ -78,9 +78,9 @@ def git_repo(root: Path) -> str:
 
 
 
-def deploy_test_project(api, tmp_path: Path, *, name: str) -> str:
-    """Deploy tests/agentserver/project from a tarball through `api` (tests.deployments.test_live.Api); the
-    deployment's stable URL once its revision is DEPLOYED."""
+def deploy_test_project(api, tmp_path: Path, *, name: str, project: Path | None = None) -> str:
+    """Deploy `project` (by default tests/agentserver/project) from a tarball through `api`
+    (tests.deployments.test_live.Api); the deployment's stable URL once its revision is DEPLOYED."""
     import shutil
 
     from tests.agentserver.support_sdk import PROJECT
@@ -88,7 +88,8 @@ def deploy_test_project(api, tmp_path: Path, *, name: str) -> str:
 
     deployment = api.create({"name": name, "source": "internal_source", "source_revision_config": {},
                              "source_config": {"deployment_type": "dev"}, "secrets": []})
-    project = shutil.copytree(BASE_DIR / PROJECT, tmp_path / "project")
+    if project is None:
+        project = shutil.copytree(BASE_DIR / PROJECT, tmp_path / "project")
     object_path = api.upload(deployment["id"], tarball(project))
     revision = api.call("PATCH", f"/v2/deployments/{deployment['id']}", json={
         "revision_source": "internal_source",

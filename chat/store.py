@@ -30,14 +30,16 @@ threads (chat/db_executor.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import defaultdict
-from collections.abc import Coroutine, Iterable, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models.functions import Substr
 from django.utils import timezone
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
@@ -56,9 +58,10 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import EmbeddingsLambda
 
-from chat import db_executor, store_vectors
+from chat import db_executor, store_sql, store_vectors
 from chat.models import StoreItem, StoreVector
-from chat.store_filters import check_filter, does_match, leading_literal, matches, narrowed, scan
+from chat.store_filters import SCAN_CHUNK, check_filter, does_match, leading_literal, matches, narrowed
+from chat.store_sql import Row
 
 # A namespace and key are indexed together (with the scope), and PostgreSQL refuses an index row over 2704 bytes.
 MAX_ADDRESS_BYTES = 2048
@@ -111,7 +114,7 @@ class DjangoStore(BaseStore):
         self.ttl_config = ttl
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Execute get, search, list_namespaces and put operations, in one transaction.
+        """Execute get, search, list_namespaces and put operations, in one transaction when it writes.
 
         Called on an event loop's thread (a sync call in an async node), it runs on a chat database thread and
         blocks the loop meanwhile, as InMemoryStore's and PostgresStore's sync methods do there.
@@ -187,7 +190,9 @@ class DjangoStore(BaseStore):
         results: list[Result] = [None] * len(ops)
         puts: dict[Address, PutOp] = {}
         now = timezone.now()
-        with transaction.atomic(using=self.using):
+        # Reads alone need no transaction: each is one query, and BEGIN and COMMIT would double the round trips.
+        writes = any(isinstance(op, PutOp) for op in ops)
+        with transaction.atomic(using=self.using) if writes else contextlib.nullcontext():
             gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
             for i, item in zip([i for i, _ in gets], self._get_many([op for _, op in gets], now), strict=True):
                 results[i] = item
@@ -216,10 +221,8 @@ class DjangoStore(BaseStore):
         keys_by_namespace: dict[str, set[str]] = defaultdict(set)
         for op in ops:
             keys_by_namespace[namespace_text(op.namespace)].add(op.key)
-        condition = Q()
-        for namespace, keys in keys_by_namespace.items():
-            condition |= Q(namespace=namespace, key__in=keys)
-        found = {(row.namespace, row.key): row for row in self._items(now).filter(condition)}
+        found = {(row.namespace, row.key): row for row in store_sql.select_addresses(
+            using=self.using, scope=self.scope, now=now, keys_by_namespace=keys_by_namespace)}
         rows = [found.get((namespace_text(op.namespace), op.key)) for op in ops]
         self._refresh([row for row, op in zip(rows, ops, strict=True) if row is not None and op.refresh_ttl], now)
         return [_item(row) if row is not None else None for row in rows]
@@ -227,19 +230,20 @@ class DjangoStore(BaseStore):
     def _in_prefix(self, op: SearchOp, now: datetime) -> QuerySet[StoreItem]:
         rows = self._items(now)
         if op.namespace_prefix:
-            prefix = namespace_text(op.namespace_prefix)
-            rows = rows.filter(Q(namespace=prefix) | Q(namespace__startswith=f"{prefix}."))
-        if op.filter:
-            check_filter(op.filter)
-            rows = narrowed(rows, op.filter)
-        return rows
+            rows = _under(rows, namespace_text(op.namespace_prefix))
+        return narrowed(rows, op.filter) if op.filter else rows
 
     def _search(self, op: SearchOp, now: datetime, embedded: Embedded) -> list[SearchItem]:
-        rows = self._in_prefix(op, now)
+        if op.filter:
+            check_filter(op.filter)
         if op.query and op.query in embedded.queries:
-            found = self._ranked(op, rows, embedded.queries[op.query])
+            found = self._ranked(op, self._in_prefix(op, now), embedded.queries[op.query])
         else:
-            found = [(row, None) for row in _page(_listed(rows, op.filter), op.offset, op.limit)]
+            def window(start: int, size: int) -> list[Row]:
+                return store_sql.select_page(using=self.using, scope=self.scope, now=now, filter=op.filter,
+                                             prefix=namespace_text(op.namespace_prefix), start=start, size=size)
+
+            found = [(row, None) for row in _filtered_page(window, op.filter, op.offset, op.limit)]
         if op.refresh_ttl:
             self._refresh([row for row, _ in found], now)
         return [_search_item(row, score) for row, score in found]
@@ -256,8 +260,11 @@ class DjangoStore(BaseStore):
         by_id = StoreItem.objects.using(self.using).in_bulk([r.item_id for r in ranked[op.offset:]])
         found: list[tuple[StoreItem, float | None]] = [(by_id[r.item_id], r.score) for r in ranked[op.offset:]]
         if len(found) < op.limit:
-            unscored = _listed(rows.filter(~Exists(StoreVector.objects.filter(item=OuterRef("pk")))), op.filter)
-            found += [(row, None) for row in _page(unscored, max(0, op.offset - scored), op.limit - len(found))]
+            unscored = rows.filter(~Exists(StoreVector.objects.filter(item=OuterRef("pk")))).order_by(
+                "-updated_at", "-id")
+            found += [(row, None) for row in _filtered_page(lambda start, size: list(unscored[start: start + size]),
+                                                            op.filter, max(0, op.offset - scored),
+                                                            op.limit - len(found))]
         return found
 
     def _list_namespaces(self, op: ListNamespacesOp, now: datetime) -> list[tuple[str, ...]]:
@@ -265,15 +272,14 @@ class DjangoStore(BaseStore):
         for condition in op.match_conditions or ():
             literal = leading_literal(condition)
             if literal:
-                text = namespace_text(literal)
-                rows = rows.filter(Q(namespace=text) | Q(namespace__startswith=f"{text}."))
+                rows = _under(rows, namespace_text(literal))
         namespaces = [namespace_tuple(text) for text in rows.values_list("namespace", flat=True).distinct()]
         namespaces = [ns for ns in namespaces if all(does_match(c, ns) for c in op.match_conditions or ())]
         if op.max_depth is not None:
             namespaces = list({ns[: op.max_depth] for ns in namespaces})
         return sorted(namespaces)[op.offset: op.offset + op.limit]
 
-    def _refresh(self, rows: list[StoreItem], now: datetime) -> None:
+    def _refresh(self, rows: Sequence[Row | StoreItem], now: datetime) -> None:
         # refresh_ttl: an item with a TTL lives its TTL again from this read on.
         by_ttl: dict[float, list[int]] = defaultdict(list)
         for row in rows:
@@ -354,22 +360,34 @@ def _on_event_loop() -> bool:
     return True
 
 
-def _listed(rows: QuerySet[StoreItem], filter: dict[str, Any] | None) -> Iterator[StoreItem]:
-    # Most recently updated first; a filter is applied in Python (chat/store_filters.py), chunk by chunk.
-    rows = rows.order_by("-updated_at", "-id")
+def _under(rows: QuerySet[StoreItem], prefix: str) -> QuerySet[StoreItem]:
+    # A namespace equal to the prefix or under it; compared exactly (SQLite's LIKE ignores case), as store_sql does.
+    head = f"{prefix}."
+    return rows.alias(namespace_head=Substr("namespace", 1, len(head))).filter(
+        Q(namespace=prefix) | Q(namespace_head=head))
+
+
+def _filtered_page(window: Callable[[int, int], Sequence[Row | StoreItem]], filter: dict[str, Any] | None,
+                   offset: int, limit: int) -> list[Row | StoreItem]:
+    """A page of the rows `window(start, size)` reads in order, the filter applied in Python (chat/store_filters.py)
+    to windows: the first as large as the page, the next ones larger, so a selective filter reads little more than
+    the page and memory stays bounded by a window."""
     if not filter:
-        return iter(rows)
-    return (row for row in scan(rows) if matches(row.value, filter))
-
-
-def _page(rows: Iterator[StoreItem], offset: int, limit: int) -> list[StoreItem]:
-    found: list[StoreItem] = []
-    for index, row in enumerate(rows):
-        if index >= offset + limit:
-            break
-        if index >= offset:
-            found.append(row)
-    return found
+        return list(window(offset, limit))
+    found: list[Row | StoreItem] = []
+    start, size, matched = 0, offset + limit, 0
+    while True:
+        rows = window(start, size)
+        for row in rows:
+            if matches(row.value, filter):
+                if matched >= offset:
+                    found.append(row)
+                matched += 1
+                if len(found) == limit:
+                    return found
+        if len(rows) < size:
+            return found
+        start, size = start + size, max(size, min(size * 4, SCAN_CHUNK))
 
 
 def _matching_vectors(rows: QuerySet, filter: dict[str, Any]) -> Iterator[tuple[int, bytes]]:
@@ -382,11 +400,11 @@ def _matching_vectors(rows: QuerySet, filter: dict[str, Any]) -> Iterator[tuple[
             yield item_id, vector
 
 
-def _item(row: StoreItem) -> Item:
+def _item(row: Row | StoreItem) -> Item:
     return Item(value=row.value, key=row.key, namespace=namespace_tuple(row.namespace),
                 created_at=row.created_at, updated_at=row.updated_at)
 
 
-def _search_item(row: StoreItem, score: float | None = None) -> SearchItem:
+def _search_item(row: Row | StoreItem, score: float | None = None) -> SearchItem:
     return SearchItem(namespace=namespace_tuple(row.namespace), key=row.key, value=row.value,
                       created_at=row.created_at, updated_at=row.updated_at, score=score)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 from langgraph.store.base import MatchCondition
 
@@ -17,21 +16,35 @@ OPERATORS = {"$eq", "$ne", *NUMERIC_OPERATORS}
 SCAN_CHUNK = 500
 
 
-def scan(rows: QuerySet[StoreItem]) -> Iterator[StoreItem]:
-    # A filter is applied here, in Python, so that it means the same on both databases; chunks keep memory bounded.
-    return rows.iterator(chunk_size=SCAN_CHUNK)
-
-
 def narrowed(rows: QuerySet[StoreItem], filter: dict[str, Any]) -> QuerySet[StoreItem]:
-    # A string that a key must equal narrows the rows in the database (JSON string equality is the same there and in
-    # Python, on both databases); `matches` still checks every row, so the database only drops what it would drop.
-    for index, (key, condition) in enumerate(filter.items()):
-        operand = condition.get("$eq") if isinstance(condition, dict) and set(condition) == {"$eq"} else condition
-        if isinstance(operand, str) and plain_key(key):
-            # Through an alias, so that a key is one JSON key whatever it holds (`__`, a lookup's name, a period).
-            rows = rows.alias(**{f"filtered_{index}": KeyTransform(key, "value")}).filter(
-                **{f"filtered_{index}": operand})
+    """`rows` narrowed in the database by the filter's conditions that it can check there (narrowable_conditions)."""
+    for index, (key, operand) in enumerate(narrowable_conditions(filter)):
+        alias = f"filtered_{index}"
+        # Through an alias, so that a key is one JSON key whatever it holds (`__`, a lookup's name, a period).
+        rows = rows.alias(**{alias: KeyTransform(key, "value")})
+        kept = Q(**{alias: operand})
+        if not isinstance(operand, str) and operand in (0, 1):
+            kept |= Q(**{alias: bool(operand)})
+        rows = rows.filter(kept)
     return rows
+
+
+def narrowable_conditions(filter: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The (key, value) equalities of a filter that narrow the rows in the database before `matches` checks each.
+
+    The database only has to keep a superset of what Python keeps, on both databases. Strings compare alike
+    everywhere; numbers compare numerically in jsonb, SQLite and Python (1 == 1.0), and Python also takes JSON
+    true for 1 and false for 0, so those are kept too (by the callers)."""
+    found = []
+    for key, condition in filter.items():
+        operand = condition.get("$eq") if isinstance(condition, dict) and set(condition) == {"$eq"} else condition
+        if plain_key(key) and _narrowable(operand):
+            found.append((key, operand))
+    return found
+
+
+def _narrowable(operand: Any) -> bool:
+    return isinstance(operand, str) or (isinstance(operand, int | float) and not isinstance(operand, bool))
 
 
 def plain_key(key: str) -> bool:

@@ -345,3 +345,25 @@ def test_stores_of_different_scopes_do_not_see_each_others_items(django_store):
     assert django_store.list_namespaces() == [("shared",)]
     django_store.delete(("shared",), "key")
     assert other.get(("shared",), "key").value == {"owner": "other"}
+
+
+def test_number_filters_match_equal_numbers_and_json_booleans_as_python_compares_them(store):
+    for key, n in (("zero", 0), ("false", False), ("float", 0.0), ("two", 2), ("text", "0")):
+        store.put(("test",), key, {"n": n})
+
+    def keys(filter):
+        return sorted(item.key for item in store.search(("test",), filter=filter, limit=10))
+
+    assert keys({"n": 0}) == ["false", "float", "zero"]
+    assert keys({"n": {"$eq": 2.0}}) == ["two"]
+    assert keys({"n": 0.5}) == []
+
+
+def test_a_namespace_prefix_is_compared_exactly_on_both_databases(store):
+    store.put(("users", "a"), "lower", {"v": 1})
+    store.put(("Users", "a"), "upper", {"v": 2})
+    store.put(("users_x",), "other", {"v": 3})
+
+    assert [item.key for item in store.search(("Users",))] == ["upper"]
+    assert [item.key for item in store.search(("users",), filter={"v": 1})] == ["lower"]
+    assert store.list_namespaces(prefix=("users",)) == [("users", "a")]

@@ -1,0 +1,93 @@
+"""The store's hot reads in SQL of our own (chat/store.py): a search's page and a batch's gets, on both databases.
+
+They are what graphs call most, one small query each; through the ORM, building the query and the model instances
+cost more than the query itself (bench/store.py). The SQL is the one Django writes for the same lookups, the filter's
+narrowing included (chat/store_filters.py's `narrowed`), so both paths keep the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+
+from django.db import connections
+
+from chat.store_filters import narrowable_conditions
+
+COLUMNS = "id, namespace, key, value, created_at, updated_at, ttl_minutes"
+
+
+class Row(NamedTuple):
+    """A StoreItem's columns, as StoreItem's attributes are named."""
+
+    pk: int
+    namespace: str
+    key: str
+    value: dict
+    created_at: datetime
+    updated_at: datetime
+    ttl_minutes: float | None
+
+
+def _live(scope: str, now: datetime) -> tuple[str, list[Any]]:
+    return "scope = %s AND (expires_at IS NULL OR expires_at > %s)", [scope, now]
+
+
+def _in_prefix(prefix: str) -> tuple[str, list[Any]]:
+    # Compared exactly, not with LIKE (which ignores case on SQLite): the namespace or one under it.
+    if not prefix:
+        return "", []
+    head = f"{prefix}."
+    return " AND (namespace = %s OR SUBSTR(namespace, 1, %s) = %s)", [prefix, len(head), head]
+
+
+def _narrowing(vendor: str, filter: dict[str, Any] | None) -> tuple[str, list[Any]]:
+    sql, params = "", []
+    for key, operand in narrowable_conditions(filter or {}):
+        kept = [operand] + ([bool(operand)] if not isinstance(operand, str) and operand in (0, 1) else [])
+        if vendor == "postgresql":
+            alternatives = " OR ".join(["(value -> %s) = %s::jsonb"] * len(kept))
+            values = [p for v in kept for p in (key, json.dumps(v))]
+        else:
+            alternatives = " OR ".join(["JSON_EXTRACT(value, %s) = JSON_EXTRACT(%s, '$')"] * len(kept))
+            values = [p for v in kept for p in (f'$."{key}"', json.dumps(v))]
+        sql += f" AND ({alternatives})"
+        params += values
+    return sql, params
+
+
+def select_page(*, using: str, scope: str, now: datetime, prefix: str, filter: dict[str, Any] | None,
+                start: int, size: int) -> list[Row]:
+    """Rows `start` to `start + size` of the live items under `prefix` that the filter's narrowing keeps, most
+    recently updated first."""
+    connection = connections[using]
+    where, params = _live(scope, now)
+    prefix_sql, prefix_params = _in_prefix(prefix)
+    narrow_sql, narrow_params = _narrowing(connection.vendor, filter)
+    sql = (f"SELECT {COLUMNS} FROM chat_storeitem WHERE {where}{prefix_sql}{narrow_sql} "
+           "ORDER BY updated_at DESC, id DESC LIMIT %s OFFSET %s")
+    return _rows(using, sql, [*params, *prefix_params, *narrow_params, size, start])
+
+
+def select_addresses(*, using: str, scope: str, now: datetime, keys_by_namespace: dict[str, set[str]]) -> list[Row]:
+    """The live items at these (namespace, key) addresses."""
+    where, params = _live(scope, now)
+    alternatives = []
+    for namespace, keys in keys_by_namespace.items():
+        alternatives.append(f"(namespace = %s AND key IN ({', '.join(['%s'] * len(keys))}))")
+        params += [namespace, *sorted(keys)]
+    sql = f"SELECT {COLUMNS} FROM chat_storeitem WHERE {where} AND ({' OR '.join(alternatives)})"
+    return _rows(using, sql, params)
+
+
+def _rows(using: str, sql: str, params: list[Any]) -> list[Row]:
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, params)
+        return [Row(pk, namespace, key, json.loads(value), _aware(created), _aware(updated), ttl)
+                for pk, namespace, key, value, created, updated, ttl in cursor.fetchall()]
+
+
+def _aware(moment: datetime) -> datetime:
+    # SQLite hands back the naive UTC time Django stored; PostgreSQL an aware one.
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

@@ -110,7 +110,7 @@ class StoreItemAdmin(ReadOnlyAdmin):
     search_fields = ["^namespace", "^key"]
     readonly_fields = ["scope", "namespace", "key", "value_pretty", "created_at", "updated_at", "expires_at",
                        "ttl_minutes"]
-    fields = readonly_fields
+    fields = list(readonly_fields)
     ordering = ["-updated_at"]
     allow_delete = True
 
@@ -132,7 +132,7 @@ class StoreItemAdmin(ReadOnlyAdmin):
 
     @admin.display(description="value")
     def value_pretty(self, obj):
-        return format_html('<pre class="store-value">{}</pre>', json.dumps(obj.value, indent=2, ensure_ascii=False))
+        return format_html('<pre class="store-value">{}</pre>', json.dumps(obj.value, indent=2, ensure_ascii=False, sort_keys=True))
 
     updated = ago_column("updated_at", "updated")
 

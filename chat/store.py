@@ -236,6 +236,7 @@ class DjangoStore(BaseStore):
     def _search(self, op: SearchOp, now: datetime, embedded: Embedded) -> list[SearchItem]:
         if op.filter:
             check_filter(op.filter)
+        found: list[tuple[Row | StoreItem, float | None]]
         if op.query and op.query in embedded.queries:
             found = self._ranked(op, self._in_prefix(op, now), embedded.queries[op.query])
         else:
@@ -248,17 +249,20 @@ class DjangoStore(BaseStore):
             self._refresh([row for row, _ in found], now)
         return [_search_item(row, score) for row, score in found]
 
-    def _ranked(self, op: SearchOp, rows: QuerySet[StoreItem], query: Any) -> list[tuple[StoreItem, float | None]]:
+    def _ranked(self, op: SearchOp, rows: QuerySet[StoreItem],
+                query: Any) -> list[tuple[Row | StoreItem, float | None]]:
         # The items with vectors by score, then those without (put with index=False) by recency, as InMemoryStore.
         vectors = (StoreVector.objects.using(self.using).filter(item__in=rows.values("id"))
                    .order_by("item_id", "id"))
+        candidates: Iterator[tuple[int, Any]]
         if op.filter:
             candidates = _matching_vectors(vectors.values_list("item_id", "vector", "item__value"), op.filter)
         else:
             candidates = vectors.values_list("item_id", "vector").iterator(chunk_size=store_vectors.SCORE_BATCH)
         ranked, scored = store_vectors.rank(candidates, query, keep=op.offset + op.limit)
         by_id = StoreItem.objects.using(self.using).in_bulk([r.item_id for r in ranked[op.offset:]])
-        found: list[tuple[StoreItem, float | None]] = [(by_id[r.item_id], r.score) for r in ranked[op.offset:]]
+        found: list[tuple[Row | StoreItem, float | None]] = [(by_id[r.item_id], r.score)
+                                                             for r in ranked[op.offset:]]
         if len(found) < op.limit:
             unscored = rows.filter(~Exists(StoreVector.objects.filter(item=OuterRef("pk")))).order_by(
                 "-updated_at", "-id")
@@ -303,8 +307,8 @@ class DjangoStore(BaseStore):
         for namespace, keys in deletes.items():
             StoreItem.objects.using(self.using).filter(scope=self.scope, namespace=namespace, key__in=keys).delete()
         writes = [op for op in ops if op.value is not None]
-        rows = [StoreItem(scope=self.scope, namespace=namespace_text(op.namespace), key=op.key, value=dict(op.value),
-                          created_at=now, updated_at=now, ttl_minutes=op.ttl,
+        rows = [StoreItem(scope=self.scope, namespace=namespace_text(op.namespace), key=op.key,
+                          value=dict(op.value or {}), created_at=now, updated_at=now, ttl_minutes=op.ttl,
                           expires_at=now + timedelta(minutes=op.ttl) if op.ttl is not None else None)
                 for op in writes]
         if not rows:

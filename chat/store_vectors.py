@@ -72,7 +72,7 @@ def cosine_scores(query: np.ndarray, blobs: Sequence[bytes]) -> np.ndarray:
     return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
 
 
-def rank(rows: Iterable[tuple[int, bytes]], query: np.ndarray, *, keep: int) -> tuple[list[Ranked], int]:
+def rank(rows: Iterable[tuple[int, bytes | memoryview]], query: np.ndarray, *, keep: int) -> tuple[list[Ranked], int]:
     """The best `keep` items of `rows` ((item_id, vector) ordered by item_id), by their best field's score, ties
     going to the older item (the smaller id); and how many items were scored in all."""
     heap: list[tuple[float, int]] = []  # (score, -item_id): the worst kept item first
@@ -88,7 +88,7 @@ def rank(rows: Iterable[tuple[int, bytes]], query: np.ndarray, *, keep: int) -> 
     return [Ranked(item_id=-negative_id, score=score) for score, negative_id in best], scored
 
 
-def _scored(rows: Iterable[tuple[int, bytes]], query: np.ndarray) -> Iterator[tuple[int, float]]:
+def _scored(rows: Iterable[tuple[int, bytes | memoryview]], query: np.ndarray) -> Iterator[tuple[int, float]]:
     batch_ids: list[int] = []
     batch_blobs: list[bytes] = []
     for item_id, blob in rows:

@@ -7,7 +7,8 @@ On PostgreSQL: ours, PostgresStore (langgraph-checkpoint-postgres) and InMemoryS
   10 users' namespaces, then searches: a user's namespace (the 10 most recent) and all users with a filter.
 - `index`: store.index with a deterministic offline embedding function (`dims` 256, the same for every store), puts
   then searches with a `query` (the 10 best by cosine similarity). PostgresStore needs pgvector for an index, which
-  these machines do not have: it is shown as n/a then; SqliteStore uses sqlite-vec.
+  these machines do not have, and SqliteStore sqlite-vec, which needs a Python whose sqlite3 loads extensions: a
+  store that cannot index is shown as n/a.
 
 Each round runs every store on empty tables, in rotating order. The script prints each store's median throughput
 (operations per second, wall time) and the ratio of ours to the peer on the same database (their throughput / ours:
@@ -179,9 +180,17 @@ def sqlite_store(mode: str, path: Path) -> Iterator:
 def peers(backend: str, mode: str, args, workdir: Path) -> dict:
     if backend == "postgres":
         database = {"PostgresStore": lambda: postgres_store(mode, args.postgres_url)} if mode == "plain" else {}
-    else:
+    elif mode == "plain" or _sqlite_loads_extensions():
         database = {"SqliteStore": lambda: sqlite_store(mode, workdir / "peer.sqlite3")}
+    else:
+        database = {}
     return {"ours": lambda: ours(mode), **database, "InMemoryStore": lambda: in_memory(mode)}
+
+
+def _sqlite_loads_extensions() -> bool:
+    import sqlite3
+
+    return hasattr(sqlite3.Connection, "enable_load_extension")
 
 
 # --- the run -----------------------------------------------------------------------------------------
@@ -193,6 +202,8 @@ def run(backend: str, mode: str, args, workdir: Path) -> None:
           f"stores: {', '.join(stores)}")
     if backend == "postgres" and mode == "index":
         print("  PostgresStore: n/a (an index needs pgvector, which is not installed here)")
+    if backend == "sqlite" and mode == "index" and "SqliteStore" not in stores:
+        print("  SqliteStore: n/a (an index needs sqlite-vec, and this Python's sqlite3 cannot load extensions)")
     times: dict[str, dict[str, list[float]]] = {name: {"put": [], "search": []} for name in stores}
     names = list(stores)
     for n in range(args.rounds + 1):

@@ -132,7 +132,8 @@ class StoreItemAdmin(ReadOnlyAdmin):
 
     @admin.display(description="value")
     def value_pretty(self, obj):
-        return format_html('<pre class="store-value">{}</pre>', json.dumps(obj.value, indent=2, ensure_ascii=False, sort_keys=True))
+        text = json.dumps(obj.value, indent=2, ensure_ascii=False, sort_keys=True)
+        return format_html('<pre class="store-value">{}</pre>', text)
 
     updated = ago_column("updated_at", "updated")
 

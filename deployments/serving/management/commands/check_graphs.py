@@ -6,7 +6,8 @@ import traceback
 
 from django.core.management.base import BaseCommand, CommandError
 
-from deployments.serving.process import load_project_graphs
+from chat import store_config
+from deployments.serving.process import configure_project_store, load_project_graphs
 
 
 class Command(BaseCommand):
@@ -22,6 +23,10 @@ class Command(BaseCommand):
         except Exception as exc:
             self.stderr.write("".join(traceback.format_exception(exc)))
             raise CommandError(f"Loading the graphs failed: {type(exc).__name__}: {exc}") from None
+        try:
+            configure_project_store(config)  # the store's embedding function loads, or the build fails here
+        except store_config.StoreConfigError as exc:
+            raise CommandError(str(exc)) from None
         for name, served in graphs.items():
             nodes = ", ".join(n for n in served.graph.get_graph().nodes if not n.startswith("__"))
             self.stdout.write(f"graph {name!r}: OK ({type(served.graph).__name__}; nodes: {nodes or '-'})")

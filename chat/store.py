@@ -307,24 +307,19 @@ class DjangoStore(BaseStore):
         for namespace, keys in deletes.items():
             StoreItem.objects.using(self.using).filter(scope=self.scope, namespace=namespace, key__in=keys).delete()
         writes = [op for op in ops if op.value is not None]
-        rows = [StoreItem(scope=self.scope, namespace=namespace_text(op.namespace), key=op.key,
-                          value=dict(op.value or {}), created_at=now, updated_at=now, ttl_minutes=op.ttl,
-                          expires_at=now + timedelta(minutes=op.ttl) if op.ttl is not None else None)
-                for op in writes]
-        if not rows:
+        if not writes:
             return
-        # An existing item keeps its created_at: the value, updated_at and expiry change, as in PostgresStore.
-        rows = StoreItem.objects.using(self.using).bulk_create(
-            rows, update_conflicts=True, unique_fields=["scope", "namespace", "key"],
-            update_fields=["value", "updated_at", "expires_at", "ttl_minutes"])
+        ids = store_sql.upsert(using=self.using, scope=self.scope, now=now, items=[
+            (namespace_text(op.namespace), op.key, dict(op.value or {}), op.ttl) for op in writes])
         if self.embeddings is not None:
-            self._replace_vectors(writes, rows, embedded)
+            self._replace_vectors(writes, ids, embedded)
 
-    def _replace_vectors(self, ops: list[PutOp], rows: list[StoreItem], embedded: Embedded) -> None:
-        StoreVector.objects.using(self.using).filter(item_id__in=[row.pk for row in rows]).delete()
+    def _replace_vectors(self, ops: list[PutOp], ids: dict[tuple[str, str], int], embedded: Embedded) -> None:
+        item_ids = [ids[(namespace_text(op.namespace), op.key)] for op in ops]
+        StoreVector.objects.using(self.using).filter(item_id__in=item_ids).delete()
         StoreVector.objects.using(self.using).bulk_create(
-            [StoreVector(item_id=row.pk, field=field, vector=vector)
-             for op, row in zip(ops, rows, strict=True)
+            [StoreVector(item_id=item_id, field=field, vector=vector)
+             for op, item_id in zip(ops, item_ids, strict=True)
              for field, vector in embedded.vectors.get((op.namespace, op.key), [])],
             batch_size=500)
 

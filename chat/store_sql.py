@@ -1,4 +1,5 @@
-"""The store's hot reads in SQL of our own (chat/store.py): a search's page and a batch's gets, on both databases.
+"""The store's hot paths in SQL of our own (chat/store.py): a search's page, a batch's gets and its puts (one
+upsert), on both databases.
 
 They are what graphs call most, one small query each; through the ORM, building the query and the model instances
 cost more than the query itself (bench/store.py). The SQL is the one Django writes for the same lookups, the filter's
@@ -8,7 +9,7 @@ narrowing included (chat/store_filters.py's `narrowed`), so both paths keep the 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from django.db import connections
@@ -16,6 +17,8 @@ from django.db import connections
 from chat.store_filters import narrowable_conditions
 
 COLUMNS = "id, namespace, key, value, created_at, updated_at, ttl_minutes"
+# Items per INSERT: 8 parameters each stay far below SQLite's limit of 32,766.
+UPSERT_BATCH = 500
 
 
 class Row(NamedTuple):
@@ -91,3 +94,33 @@ def _rows(using: str, sql: str, params: list[Any]) -> list[Row]:
 def _aware(moment: datetime) -> datetime:
     # SQLite hands back the naive UTC time Django stored; PostgreSQL an aware one.
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def upsert(*, using: str, scope: str, now: datetime,
+           items: list[tuple[str, str, dict, float | None]]) -> dict[tuple[str, str], int]:
+    """Insert or update (namespace, key, value, ttl_minutes) items, UPSERT_BATCH per statement; their ids by address.
+
+    An existing item keeps its created_at: the value, updated_at and expiry change, as in PostgresStore."""
+    ids: dict[tuple[str, str], int] = {}
+    for start in range(0, len(items), UPSERT_BATCH):
+        ids.update(_upsert(using, scope, now, items[start: start + UPSERT_BATCH]))
+    return ids
+
+
+def _upsert(using: str, scope: str, now: datetime,
+            items: list[tuple[str, str, dict, float | None]]) -> dict[tuple[str, str], int]:
+    connection = connections[using]
+    adapt = connection.ops.adapt_datetimefield_value  # as the ORM writes a datetime (naive UTC text on SQLite)
+    value_sql = "%s::jsonb" if connection.vendor == "postgresql" else "%s"
+    placeholders, params = [], []
+    for namespace, key, value, ttl in items:
+        placeholders.append(f"(%s, %s, %s, {value_sql}, %s, %s, %s, %s)")
+        expires = adapt(now + timedelta(minutes=ttl)) if ttl is not None else None
+        params += [scope, namespace, key, json.dumps(value), adapt(now), adapt(now), expires, ttl]
+    sql = ("INSERT INTO chat_storeitem (scope, namespace, key, value, created_at, updated_at, expires_at, ttl_minutes) "
+           f"VALUES {', '.join(placeholders)} ON CONFLICT (scope, namespace, key) DO UPDATE SET "
+           "value = excluded.value, updated_at = excluded.updated_at, expires_at = excluded.expires_at, "
+           "ttl_minutes = excluded.ttl_minutes RETURNING id, namespace, key")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {(namespace, key): pk for pk, namespace, key in cursor.fetchall()}

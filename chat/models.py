@@ -273,7 +273,9 @@ class StoreItem(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["scope", "namespace", "key"], name="chat_storeitem_unique"),
         ]
-        indexes = [models.Index(fields=["scope", "updated_at"], name="chat_storeitem_updated"),
+        # With the id: a search's page (most recently updated first, ties by id) is read off the index, stopping
+        # at its limit, instead of sorting every item of the scope.
+        indexes = [models.Index(fields=["scope", "updated_at", "id"], name="chat_storeitem_recent"),
                    models.Index(fields=["expires_at"], name="chat_storeitem_expires",
                                 condition=models.Q(expires_at__isnull=False))]
 

@@ -1,6 +1,6 @@
 """LangGraph's store contract (what InMemoryStore and PostgresStore are tested for, in langgraph's own test_store.py
 files), restated here and run against our DjangoStore and against InMemoryStore in one parametrized test, so that a
-pass on both shows the same behaviour. Semantic search and TTLs are not part of it yet.
+pass on both shows the same behaviour. Semantic search is in test_store_semantic.py, TTLs in test_store_ttl.py.
 
 The same file runs in the SQLite pass and in the PostgreSQL pass of CI.
 """

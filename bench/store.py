@@ -15,7 +15,7 @@ Each round runs every store on empty tables, in rotating order. The script print
 the time ours takes for the same work; target <= 1.25x against PostgresStore), and the median of per-round ratios.
 
     .venv/bin/python bench/store.py                         # both databases, both modes
-    .venv/bin/python bench/store.py --backend postgres --mode plain --items 2000 --searches 300 --rounds 5
+    .venv/bin/python bench/store.py --backend postgres --mode plain --items 2000 --rounds 9
 
 The PostgreSQL run uses its own database (created if missing, default `store_bench`); SQLite files go to a temporary
 directory under data/, removed at the end.
@@ -47,7 +47,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backend", choices=["sqlite", "postgres", "all"], default="all")
     parser.add_argument("--mode", choices=["plain", "index", "all"], default="all")
-    parser.add_argument("--items", type=int, default=2000)
+    parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--searches", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--postgres-url", default=DEFAULT_PG)

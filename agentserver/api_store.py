@@ -2,8 +2,9 @@
 
 Each owner (API key's workspace, user, anonymous) has a store of its own, the one its runs' graphs get; a serving
 process has its own database, so a deployment's store is its own too. Items, search results and namespaces have the
-shapes `langgraph dev` answers with. `index`, `ttl`, `refresh_ttl` and `query` are accepted and have no effect yet:
-the store has no semantic index and no TTLs, like an Agent Server whose langgraph.json configures neither.
+shapes `langgraph dev` answers with. The store has the semantic index and TTLs the served langgraph.json's `store`
+configures (chat/store_config.py): a put's `index` and `ttl`, a read's `refresh_ttl` and a search's `query` act as in
+the Agent Server; without an index, `query` is ignored and `score` is null.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rest_framework.response import Response
 
 from agentserver.http import AgentServerApi, query_flag
 from chat.store import AddressTooLong, DjangoStore
+from chat.store_config import store_for
 from core.exceptions import RequestValidationError
 from core.rest_errors import api_error_response
 
@@ -66,7 +68,7 @@ class StoreApi(AgentServerApi):
 
     @property
     def store(self) -> DjangoStore:
-        return DjangoStore(scope=self.caller.store_scope)
+        return store_for(self.caller.store_scope)
 
 
 class StoreItemPutApi(StoreApi):
@@ -90,7 +92,8 @@ class StoreItemPutApi(StoreApi):
     def put(self, request):
         data = self.parse(self.InputSerializer)
         try:
-            self.store.put(data["namespace"], data["key"], data["value"])
+            ttl = {"ttl": data["ttl"]} if "ttl" in data else {}  # absent: store.ttl's default_ttl; null: none
+            self.store.put(data["namespace"], data["key"], data["value"], index=data.get("index"), **ttl)
         except AddressTooLong as exc:
             raise RequestValidationError.single(["body", "key"], str(exc)) from None
         except InvalidNamespaceError as exc:  # empty, or under the reserved root label "langgraph"
@@ -113,8 +116,9 @@ class StoreItemGetApi(StoreApi):
         namespace = request.query_params.get("namespace", "").split(".")
         if problem := label_problem(namespace):
             raise RequestValidationError.single(["query", "namespace"], problem)
-        query_flag(request, "refresh_ttl")
-        item = self.store.get(tuple(namespace), key)
+        # Absent: store.ttl's refresh_on_read decides.
+        refresh = query_flag(request, "refresh_ttl") if "refresh_ttl" in request.query_params else None
+        item = self.store.get(tuple(namespace), key, refresh_ttl=refresh)
         if item is None:
             return HttpResponse(b"null", content_type="application/json")
         return Response(item_out(item))
@@ -165,7 +169,8 @@ class StoreSearchApi(StoreApi):
         data = self.parse(self.InputSerializer)
         try:
             found = self.store.search(tuple(data.get("namespace_prefix") or ()), filter=data.get("filter"),
-                                      limit=data["limit"], offset=data["offset"])
+                                      limit=data["limit"], offset=data["offset"], query=data.get("query") or None,
+                                      refresh_ttl=data.get("refresh_ttl"))
         except ValueError as exc:  # an unknown operator
             raise RequestValidationError.single(["body", "filter"], str(exc)) from None
         return Response({"items": [{**item_out(item), "score": item.score} for item in found]})

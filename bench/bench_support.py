@@ -42,6 +42,17 @@ def setup_django_on(backend: str, *, postgres_url: str, sqlite_path: Path) -> No
     settings.DEBUG = False
 
 
+def each_backend_in_its_process(backend: str) -> bool:
+    """With `--backend all`, run this script again once per database and return True (the caller then stops):
+    Django's settings are per process, so each database gets a child process."""
+    if backend != "all":
+        return False
+    for each in ("sqlite", "postgres"):
+        argv = [arg for arg in sys.argv[1:] if not arg.startswith("--backend")]
+        subprocess.run([sys.executable, sys.argv[0], *argv, "--backend", each], check=True)
+    return True
+
+
 def stop_process_group(process: subprocess.Popen, timeout: float = 20) -> None:
     """SIGTERM a server started in its own process group, then SIGKILL it if it has not exited within `timeout`."""
     if process.poll() is not None:

@@ -30,13 +30,11 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench_support import setup_django_on  # noqa: E402 - a sibling module: benches run as scripts
+from bench_support import each_backend_in_its_process, setup_django_on  # noqa: E402 - a sibling module: benches run as scripts
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/checkpointer_bench"
@@ -51,11 +49,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=None, help="default: 9 for tools, 5 for deep-agent")
     parser.add_argument("--postgres-url", default=DEFAULT_PG)
     args = parser.parse_args()
-    if args.backend == "all":
-        # Django's settings are per process, so each database gets a child process.
-        for backend in ("sqlite", "postgres"):
-            argv = [arg for arg in sys.argv[1:] if not arg.startswith("--backend")]
-            subprocess.run([sys.executable, sys.argv[0], *argv, "--backend", backend], check=True)
+    if each_backend_in_its_process(args.backend):
         return
     workdir = Path(tempfile.mkdtemp(prefix="bench-checkpointer-", dir=ROOT / "data"))
     try:

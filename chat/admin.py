@@ -1,12 +1,15 @@
-"""A read-mostly console for chat threads, chat runs and the event log."""
+"""A read-mostly console for chat threads, chat runs, the event log and the LangGraph store's items."""
 
 from __future__ import annotations
+
+import json
 
 from django.contrib import admin
 from django.contrib.admin.utils import quote
 from django.urls import reverse
+from django.utils.html import format_html
 
-from chat.models import ChatEvent, ChatRun, ChatThread
+from chat.models import ChatEvent, ChatRun, ChatThread, StoreItem
 from chat.selectors import run_list_stale
 from core.admin import ReadOnlyAdmin, ago_column, clipped, health_filter, id_column, short_id, short_id_link
 
@@ -94,3 +97,44 @@ class ChatEventAdmin(admin.ModelAdmin):
         return short_id(obj.thread_id)
 
     run_short = id_column("run_id", "run")
+
+
+@admin.register(StoreItem)
+class StoreItemAdmin(ReadOnlyAdmin):
+    """The items graphs keep in their store (chat/store.py), one owner's scope each: to look at and to delete.
+    An expired item stays listed (with its past expiry) until the periodic sweep deletes it."""
+
+    list_display = ["item", "namespace_shown", "key_shown", "owner", "updated", "expires"]
+    list_display_links = ["item"]
+    # Prefix searches: both are indexed with the scope, and a store can be large.
+    search_fields = ["^namespace", "^key"]
+    readonly_fields = ["scope", "namespace", "key", "value_pretty", "created_at", "updated_at", "expires_at",
+                       "ttl_minutes"]
+    fields = list(readonly_fields)
+    ordering = ["-updated_at"]
+    allow_delete = True
+
+    @admin.display(description="item", ordering="id")
+    def item(self, obj):
+        return f"#{obj.pk}"
+
+    @admin.display(description="namespace", ordering="namespace")
+    def namespace_shown(self, obj):
+        return clipped(obj.namespace.replace(".", " / "), 40)
+
+    @admin.display(description="key", ordering="key")
+    def key_shown(self, obj):
+        return clipped(obj.key, 30)
+
+    @admin.display(description="owner", ordering="scope")
+    def owner(self, obj):
+        return clipped(obj.scope, 24)
+
+    @admin.display(description="value")
+    def value_pretty(self, obj):
+        text = json.dumps(obj.value, indent=2, ensure_ascii=False, sort_keys=True)
+        return format_html('<pre class="store-value">{}</pre>', text)
+
+    updated = ago_column("updated_at", "updated")
+
+    expires = ago_column("expires_at", "expires")

@@ -11,6 +11,8 @@ from django.db.models import Count
 from chat import services
 from chat.hub import publish
 from chat.models import ChatEvent
+from chat.store import store_sweep_expired
+from chat.store_config import SWEEP_JOB, settings_sweep_seconds
 from core.registry import periodic, worker_service
 
 log = logging.getLogger("chat.jobs")
@@ -22,6 +24,15 @@ def sweep_dead_runs() -> None:
     for thread_id, seq in services.runs_sweep_dead(stale_seconds=settings.CHAT_RUN_STALE_SECONDS):
         # With Redis this reaches the subscribers at once; with the in-memory layer they find it by polling.
         async_to_sync(publish)(thread_id, seq)
+
+
+@periodic(SWEEP_JOB, every_seconds=settings_sweep_seconds())
+def sweep_expired_store_items() -> None:
+    """Delete the store items whose TTL ran out (store.ttl; chat/store_config.py sets how often, from
+    sweep_interval_minutes). They are invisible from their expiry on already: this reclaims the space."""
+    deleted = store_sweep_expired()
+    if deleted:
+        log.info("deleted %d expired store items", deleted)
 
 
 @periodic("chat.enforce_event_retention", every_seconds=600)

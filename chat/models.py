@@ -264,12 +264,33 @@ class StoreItem(models.Model):
     value = models.JSONField()
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
+    # store.ttl / put's `ttl`: the item is invisible from expires_at on, and the sweep deletes it; a read with
+    # refresh_on_read moves expires_at to ttl_minutes from then. Both None: the item never expires.
+    expires_at = models.DateTimeField(null=True, blank=True)
+    ttl_minutes = models.FloatField(null=True, blank=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["scope", "namespace", "key"], name="chat_storeitem_unique"),
         ]
-        indexes = [models.Index(fields=["scope", "updated_at"], name="chat_storeitem_updated")]
+        # With the id: a search's page (most recently updated first, ties by id) is read off the index, stopping
+        # at its limit, instead of sorting every item of the scope.
+        indexes = [models.Index(fields=["scope", "updated_at", "id"], name="chat_storeitem_recent"),
+                   models.Index(fields=["expires_at"], name="chat_storeitem_expires",
+                                condition=models.Q(expires_at__isnull=False))]
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.key}"
+
+
+class StoreVector(models.Model):
+    """The embedding of one indexed field of a StoreItem (store.index), as float32 bytes: search with a `query` scores
+    them exactly, in batches (chat/store_vectors.py), on both databases alike. An item has one per embedded text."""
+
+    item = models.ForeignKey(StoreItem, on_delete=models.CASCADE, related_name="vectors")
+    # The field path the text came from (`$`, `content`, `tags.0`): as LangGraph names it.
+    field = models.TextField()
+    vector = models.BinaryField()
+
+    def __str__(self) -> str:
+        return f"{self.item_id}:{self.field}"

@@ -33,7 +33,7 @@ from chat.hub import hubs, publish, publish_unstored, wait_event
 from chat.interrupts import checkpoint_interrupts
 from chat.models import ChatRun
 from chat.selectors import thread_cursor_state
-from chat.store import DjangoStore
+from chat.store_config import store_for
 from chat.stream_modes import FrameMaker, command_from, graph_modes
 from chat.wire import StoredEvent, WireEvent, lifecycle_event, make_event
 from core import processes
@@ -225,7 +225,7 @@ def with_store(served: ServedGraph, scope: str | None) -> ServedGraph:
     runtime.store, in its subgraphs too. A copy: the served graph is shared by every owner's runs."""
     if scope is None:
         return served
-    return replace(served, graph=served.graph.copy(update={"store": DjangoStore(scope=scope)}))
+    return replace(served, graph=served.graph.copy(update={"store": store_for(scope)}))
 
 
 async def _after_run(path: str, request: RunRequest, status: str) -> None:

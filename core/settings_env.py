@@ -283,6 +283,10 @@ ADMIN_PASSWORD = env_str("ADMIN_PASSWORD")
 # Streaming chat (chat app). CHAT_MODEL and CHAT_AGENT_DELAY_SCALE are also read by chat/agent directly.
 CHAT_MODEL = env_str("CHAT_MODEL")
 CHAT_GRAPH = env_str("CHAT_GRAPH", "chat.agent.graph:build_graph")
+# The service's own LangGraph store (its graphs', the deep agent's): a JSON object shaped as langgraph.json's "store"
+# ({"index": {"embed": ..., "dims": ..., "fields": [...]}, "ttl": {...}}, chat/store_config.py), `./file.py`
+# paths relative to the service's directory. Empty: no semantic index, no TTLs. A revision reads its langgraph.json.
+CHAT_STORE_CONFIG = env_str("CHAT_STORE_CONFIG")
 # Tools whose calls wait for a person's approval ("*": every tool); a run's configurable `approve_tools` overrides it.
 CHAT_APPROVE_TOOLS = env_list("CHAT_APPROVE_TOOLS")
 CHAT_ALLOW_ANONYMOUS = env_bool("CHAT_ALLOW_ANONYMOUS", DEBUG)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from chat import graph_runtime
+from chat import graph_runtime, store_config
 
 
 def project_graph_specs(config_path: str | Path) -> dict[str, str]:
@@ -27,6 +27,13 @@ def project_thread_ttl(config_path: str | Path) -> object:
     config = json.loads(Path(config_path).read_text(encoding="utf-8"))
     checkpointer = config.get("checkpointer") if isinstance(config, dict) else None
     return checkpointer.get("ttl") if isinstance(checkpointer, dict) else None
+
+
+def configure_project_store(config_path: str | Path) -> None:
+    """Give the graphs and the /store routes the store langgraph.json's `store` describes (its index, its TTLs),
+    `./file.py` embedding functions resolved against the project's directory (raises StoreConfigError)."""
+    path = Path(config_path).resolve()
+    store_config.configure(json.loads(path.read_text(encoding="utf-8")).get("store"), base_dir=path.parent)
 
 
 def load_project_graphs(config_path: str | Path, *, checkpointer=None) -> dict[str, graph_runtime.ServedGraph]:

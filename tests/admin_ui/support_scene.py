@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from accounts.services import api_key_create, workspace_create
 from chat.models import ChatRun, ChatThread
+from chat.store import DjangoStore
 from core.exceptions import ServiceError
 from core.models import Job
 from core.services import job_enqueue
@@ -110,6 +111,14 @@ def chat_runs() -> ChatRun:
     other = ChatThread.objects.create(id=str(uuid.uuid4()), owner_kind="anonymous", title="Plan a trip")
     return ChatRun.objects.create(id=uuid.uuid4(), thread=other, worker="host-1:4242",
                                   heartbeat_at=timezone.now() - timedelta(minutes=10))
+
+
+def store_items() -> None:
+    """A remembered fact with a long namespace and key, and one that expires in an hour."""
+    store = DjangoStore(scope="anonymous")
+    store.put(("memories", "preferences", "favourite-things-of-the-user"), "favourite-number-and-why-it-matters",
+              {"content": "The user's favourite number is 7, since their first football shirt had it."})
+    store.put(("memories",), "meeting", {"content": "Standup moved to 9:30"}, ttl=60)
 
 
 def deployment(ws, *, name: str = "research-agent", failed_latest: bool = True) -> Deployment:

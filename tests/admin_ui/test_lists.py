@@ -43,6 +43,7 @@ def populated(base, s3):
     scene.export(ws, dest, project, days=1)
     scene.stuck_export_run(ws, dest, project)
     scene.chat_runs()
+    scene.store_items()
     scene.deployment(ws)
     scene.api_key(ws)
     return {"workspace": ws, "destination": dest, "deleted": old}

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import time
 import uuid
+from datetime import timedelta
 
 import httpx
 import pytest
+from django.utils import timezone
 
-from chat.models import ChatThread
+from chat.models import ChatThread, StoreItem
 from chat.store import DjangoStore
 from tests.agentserver import support_cron_scenarios as cron_scenarios
 from tests.agentserver import support_scenarios as scenarios
@@ -225,3 +227,19 @@ def test_the_store_refuses_a_key_without_chat_use_and_no_key(server, transaction
     finally:
         weak.close()
         nobody.close()
+
+
+def test_a_put_s_ttl_expires_the_item_and_a_read_with_refresh_ttl_restarts_it(client):
+    client.store.put_item(["ttl"], "item", {"v": 1}, ttl=5)
+    row = StoreItem.objects.get(namespace="ttl", key="item")
+    assert row.ttl_minutes == 5 and row.expires_at > timezone.now() + timedelta(minutes=4)
+
+    StoreItem.objects.filter(pk=row.pk).update(expires_at=timezone.now() + timedelta(minutes=1))
+    client.store.get_item(["ttl"], "item", refresh_ttl=False)
+    assert StoreItem.objects.get(pk=row.pk).expires_at < timezone.now() + timedelta(minutes=2)
+    client.store.get_item(["ttl"], "item", refresh_ttl=True)
+    assert StoreItem.objects.get(pk=row.pk).expires_at > timezone.now() + timedelta(minutes=4)
+
+    StoreItem.objects.filter(pk=row.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert client.store.get_item(["ttl"], "item") is None
+    assert client.store.search_items(["ttl"])["items"] == []

@@ -1,6 +1,6 @@
 """LangGraph's store contract (what InMemoryStore and PostgresStore are tested for, in langgraph's own test_store.py
 files), restated here and run against our DjangoStore and against InMemoryStore in one parametrized test, so that a
-pass on both shows the same behaviour. Semantic search and TTLs are not part of it yet.
+pass on both shows the same behaviour. Semantic search is in test_store_semantic.py, TTLs in test_store_ttl.py.
 
 The same file runs in the SQLite pass and in the PostgreSQL pass of CI.
 """
@@ -345,3 +345,25 @@ def test_stores_of_different_scopes_do_not_see_each_others_items(django_store):
     assert django_store.list_namespaces() == [("shared",)]
     django_store.delete(("shared",), "key")
     assert other.get(("shared",), "key").value == {"owner": "other"}
+
+
+def test_number_filters_match_equal_numbers_and_json_booleans_as_python_compares_them(store):
+    for key, n in (("zero", 0), ("false", False), ("float", 0.0), ("two", 2), ("text", "0")):
+        store.put(("test",), key, {"n": n})
+
+    def keys(filter):
+        return sorted(item.key for item in store.search(("test",), filter=filter, limit=10))
+
+    assert keys({"n": 0}) == ["false", "float", "zero"]
+    assert keys({"n": {"$eq": 2.0}}) == ["two"]
+    assert keys({"n": 0.5}) == []
+
+
+def test_a_namespace_prefix_is_compared_exactly_on_both_databases(store):
+    store.put(("users", "a"), "lower", {"v": 1})
+    store.put(("Users", "a"), "upper", {"v": 2})
+    store.put(("users_x",), "other", {"v": 3})
+
+    assert [item.key for item in store.search(("Users",))] == ["upper"]
+    assert [item.key for item in store.search(("users",), filter={"v": 1})] == ["lower"]
+    assert store.list_namespaces(prefix=("users",)) == [("users", "a")]

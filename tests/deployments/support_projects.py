@@ -78,15 +78,17 @@ def git_repo(root: Path) -> str:
 
 
 
-def deploy_test_project(api, tmp_path: Path, *, name: str) -> str:
-    """Deploy tests/agentserver/project from a tarball through `api` (tests.deployments.test_live.Api); the
-    deployment's stable URL once its revision is DEPLOYED."""
+def deploy_test_project(api, tmp_path: Path, *, name: str, project: Path | None = None) -> str:
+    """Deploy `project` (by default tests/agentserver/project) from a tarball through `api`
+    (tests.deployments.test_live.Api); the deployment's stable URL once its revision is DEPLOYED."""
     import shutil
 
     from tests.agentserver.support_sdk import PROJECT
     from tests.support_processes import BASE_DIR
 
-    return deploy_project(api, shutil.copytree(BASE_DIR / PROJECT, tmp_path / "project"), name=name)
+    if project is None:
+        project = shutil.copytree(BASE_DIR / PROJECT, tmp_path / "project")
+    return deploy_project(api, project, name=name)
 
 
 def deploy_project(api, project: Path, *, name: str, secrets: list[dict] | None = None) -> str:

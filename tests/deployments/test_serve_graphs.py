@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import io
+import json
 import sys
 import uuid
 
 import httpx
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
+from chat import store_config
 from tests.deployments.support_projects import make_project
 from tests.support_processes import ChildProcess, free_port, wait_for, wait_for_http
 
@@ -54,6 +57,16 @@ def test_the_build_check_loads_and_compiles_every_graph(two_graph_project):
     out = io.StringIO()
     call_command("check_graphs", config=str(two_graph_project / "langgraph.json"), stdout=out)
     assert "graph 'first': OK" in out.getvalue() and "graph 'second': OK" in out.getvalue()
+
+
+def test_the_build_check_fails_on_a_store_embedding_function_that_cannot_load(two_graph_project):
+    config = json.loads((two_graph_project / "langgraph.json").read_text())
+    config["store"] = {"index": {"embed": "./embed.py:embed_texts", "dims": 8}}
+    (two_graph_project / "langgraph.json").write_text(json.dumps(config))
+
+    with pytest.raises(CommandError, match=r"store.index.embed './embed.py:embed_texts': .*no file"):
+        call_command("check_graphs", config=str(two_graph_project / "langgraph.json"), stdout=io.StringIO())
+    store_config.configure(None, base_dir=two_graph_project)
 
 
 def test_serve_graphs_serves_every_graph_by_its_assistant_id(two_graph_project, tmp_path):

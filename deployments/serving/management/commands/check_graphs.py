@@ -8,9 +8,10 @@ import traceback
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from chat import store_config
 from chat.graph_runtime import GraphLoadError
 from deployments.serving.custom_routes import load_custom_app
-from deployments.serving.process import load_project_graphs
+from deployments.serving.process import configure_project_store, load_project_graphs
 
 
 class Command(BaseCommand):
@@ -26,6 +27,10 @@ class Command(BaseCommand):
         except Exception as exc:
             self.stderr.write("".join(traceback.format_exception(exc)))
             raise CommandError(f"Loading the graphs failed: {type(exc).__name__}: {exc}") from None
+        try:
+            configure_project_store(config)  # the store's embedding function loads, or the build fails here
+        except store_config.StoreConfigError as exc:
+            raise CommandError(str(exc)) from None
         for name, served in graphs.items():
             nodes = ", ".join(n for n in served.graph.get_graph().nodes if not n.startswith("__"))
             self.stdout.write(f"graph {name!r}: OK ({type(served.graph).__name__}; nodes: {nodes or '-'})")

@@ -16,10 +16,10 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
-from chat import graph_runtime, thread_ttl
+from chat import graph_runtime, store_config, thread_ttl
 from chat import services as chat_services
 from core.worker import Worker
-from deployments.serving.process import project_graph_specs, project_thread_ttl
+from deployments.serving.process import configure_project_store, project_graph_specs, project_thread_ttl
 
 log = logging.getLogger("deployments.serve_graphs")
 
@@ -44,6 +44,10 @@ class Command(BaseCommand):
         if not specs:
             raise CommandError(f"{config} lists no graphs.")
         migrate_in_child()
+        try:
+            configure_project_store(config)
+        except store_config.StoreConfigError as exc:
+            raise CommandError(str(exc)) from None
         graph_runtime.configure_graphs(specs)
         # Load them all now: a graph that cannot load fails the start (and the deploy), not the first request.
         for name in specs:

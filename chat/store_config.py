@@ -1,0 +1,166 @@
+"""Which store the graphs and the /store routes get: langgraph.json's `store` (`index`, `ttl`) applied to DjangoStore.
+
+A revision's serving process reads its project's langgraph.json (deployments/serving's serve_graphs) and configures
+this module with its `store`, `./file.py` paths resolved against the project's directory; the service reads
+CHAT_STORE (the same JSON object, paths against the service's directory) for its own graphs, the deep agent's.
+`index.embed` is a LangChain provider string (`openai:text-embedding-3-small`, through init_embeddings) or the
+project's own function (`./embed.py:aembed_texts`, `package.module:embed`), sync or async, taking a list of texts and
+returning their vectors. `ttl.sweep_interval_minutes` sets how often the periodic sweep runs (chat/jobs.py).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import IndexConfig, TTLConfig, ensure_embeddings
+
+from chat import graph_runtime
+from chat.store import DjangoStore
+from core.registry import PERIODICS
+
+SWEEP_JOB = "chat.sweep_expired_store_items"
+DEFAULT_SWEEP_SECONDS = 60.0
+
+
+class StoreConfigError(ValueError):
+    """The `store` object of langgraph.json (or CHAT_STORE) is wrong; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    index: IndexConfig | None = None
+    ttl: TTLConfig | None = None
+
+
+_lock = threading.Lock()
+# None until configured: the first store then reads CHAT_STORE_CONFIG.
+_settings: StoreSettings | None = None
+
+
+def check(raw: Any) -> None:
+    """Raise StoreConfigError unless `raw` is a valid `store` object (without loading its embedding function)."""
+    if raw is None:
+        return
+    if not isinstance(raw, dict):
+        raise StoreConfigError("\"store\" must be an object with \"index\" and/or \"ttl\".")
+    _check_index(raw.get("index"))
+    _check_ttl(raw.get("ttl"))
+
+
+def _check_index(index: Any) -> None:
+    if index is None:
+        return
+    if not isinstance(index, dict):
+        raise StoreConfigError("store.index must be an object: {\"embed\": ..., \"dims\": ..., \"fields\": [...]}.")
+    dims = index.get("dims")
+    if isinstance(dims, bool) or not isinstance(dims, int) or dims < 1:
+        raise StoreConfigError("store.index.dims must be a positive integer (the embeddings' length).")
+    embed = index.get("embed")
+    if not isinstance(embed, str) or ":" not in embed:
+        raise StoreConfigError("store.index.embed must be \"provider:model\" or \"./path.py:function\".")
+    fields = index.get("fields")
+    if fields is not None and (not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields)):
+        raise StoreConfigError("store.index.fields must be a list of field paths, e.g. [\"text\", \"tags[*]\"].")
+
+
+def _check_ttl(ttl: Any) -> None:
+    if ttl is None:
+        return
+    if not isinstance(ttl, dict):
+        raise StoreConfigError("store.ttl must be an object: {\"default_ttl\": minutes, ...}.")
+    for name in ("default_ttl", "sweep_interval_minutes"):
+        value = ttl.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):
+            raise StoreConfigError(f"store.ttl.{name} must be a positive number of minutes.")
+    if not isinstance(ttl.get("refresh_on_read", True), bool):
+        raise StoreConfigError("store.ttl.refresh_on_read must be true or false.")
+
+
+def configure(raw: dict | None, *, base_dir: Path) -> None:
+    """Serve `raw` (a `store` object) from now on; None: no index, no TTLs.
+
+    Raises:
+        StoreConfigError: the object is wrong, or its embedding function cannot be loaded.
+    """
+    global _settings
+    check(raw)
+    raw = raw or {}
+    index = raw.get("index")
+    ttl = raw.get("ttl")
+    configured = StoreSettings(
+        index=IndexConfig(dims=index["dims"], embed=load_embed(index["embed"], base_dir=base_dir),
+                          fields=index.get("fields") or ["$"]) if index else None,
+        ttl=TTLConfig(**ttl) if ttl else None)
+    with _lock:
+        _settings = configured
+    _schedule_sweep(raw)
+
+
+def load_embed(spec: str, *, base_dir: Path) -> Embeddings:
+    """The embeddings `spec` names: a file's or module's function, or a provider's model (through init_embeddings).
+
+    Raises:
+        StoreConfigError: the function cannot be loaded, or the provider's package is missing.
+    """
+    target, _, attr = spec.rpartition(":")
+    importable = spec
+    try:
+        if target.endswith(".py") or "/" in target:
+            importable = f"{(base_dir / target).resolve()}:{attr}"
+        elif "." not in target:  # "openai:..." names a provider; package.module:function is imported
+            return ensure_embeddings(spec)
+        return ensure_embeddings(graph_runtime.import_object(importable, what="store.index.embed")[1])
+    except (graph_runtime.GraphLoadError, ImportError, ValueError) as exc:
+        raise StoreConfigError(f"store.index.embed {spec!r}: {exc}") from None
+
+
+def store_for(scope: str) -> DjangoStore:
+    """The store of one owner, with the configured index and TTLs (CHAT_STORE_CONFIG's, unless configured).
+
+    Raises:
+        StoreConfigError: CHAT_STORE_CONFIG is wrong.
+    """
+    with _lock:
+        current = _settings
+    if current is None:
+        configure_from_settings()
+        return store_for(scope)
+    return DjangoStore(scope=scope, index=current.index, ttl=current.ttl)
+
+
+def configure_from_settings() -> None:
+    """Configure the service's store from CHAT_STORE_CONFIG (a JSON object, or empty)."""
+    raw = settings.CHAT_STORE_CONFIG.strip()
+    try:
+        parsed = json.loads(raw) if raw else None
+    except ValueError as exc:
+        raise StoreConfigError(f"CHAT_STORE_CONFIG is not valid JSON: {exc}") from None
+    configure(parsed, base_dir=Path(settings.BASE_DIR))
+
+
+def sweep_seconds(raw: dict | None) -> float:
+    """How often the sweep of expired items runs for a `store` object: its ttl.sweep_interval_minutes, else 60 s."""
+    minutes = ((raw or {}).get("ttl") or {}).get("sweep_interval_minutes")
+    return float(minutes) * 60 if minutes else DEFAULT_SWEEP_SECONDS
+
+
+def settings_sweep_seconds() -> float:
+    """sweep_seconds of CHAT_STORE_CONFIG, read when the job is registered (a wrong value fails the first store)."""
+    try:
+        raw = json.loads(settings.CHAT_STORE_CONFIG or "null")
+        check(raw)
+    except ValueError:
+        return DEFAULT_SWEEP_SECONDS
+    return sweep_seconds(raw)
+
+
+def _schedule_sweep(raw: dict | None) -> None:
+    periodic = PERIODICS.get(SWEEP_JOB)
+    if periodic is not None:
+        PERIODICS[SWEEP_JOB] = replace(periodic, every_seconds=sweep_seconds(raw))

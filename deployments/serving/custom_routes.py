@@ -15,13 +15,13 @@ API key before a request reaches this process, and the process refuses what lack
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from chat.graph_runtime import GraphLoadError, import_object
+from core import rest_errors
 from deployments.serving.cors import CorsRules
 
 log = logging.getLogger("deployments.serving")
@@ -61,8 +61,9 @@ def route_group(path: str) -> str | None:
     return next((flag for flag, pattern in GROUPS.items() if pattern.match(relative)), None)
 
 
-async def send_json(send, status: int, body: dict) -> None:
-    payload = json.dumps(body).encode()
+async def send_error(send, status: int, detail: str) -> None:
+    """An error answer in the Agent Server's `{"detail": …}` shape, written as ASGI messages."""
+    payload = rest_errors.error_json(detail)
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
     await send({"type": "http.response.body", "body": payload})
@@ -76,7 +77,7 @@ class DisabledGroups:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and route_group(route_path(scope)) in self.disabled:
-            return await send_json(send, 404, {"detail": "Not Found"})
+            return await send_error(send, 404, "Not Found")
         return await self.app(scope, receive, send)
 
 
@@ -166,7 +167,7 @@ class PreflightOnly:
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and (b"x-serving-preflight", b"1") in scope.get("headers", []):
             if self.cors is None:
-                return await send_json(send, 401, {"detail": "Missing API key: send it in the X-Api-Key header."})
+                return await send_error(send, 401, "Missing API key: send it in the X-Api-Key header.")
             return await self.cors.preflight(scope, send)
         return await self.app(scope, receive, send)
 
@@ -186,7 +187,7 @@ class MountPrefix:
             return await self.app({**scope, "root_path": root_path}, receive, send)
         if _OK.match(path):
             return await self.builtin(scope, receive, send)
-        return await send_json(send, 404, {"detail": "Not Found"})
+        return await send_error(send, 404, "Not Found")
 
 
 def compose(builtin: ASGIApp, http: dict) -> ASGIApp:

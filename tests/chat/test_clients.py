@@ -20,10 +20,11 @@ from tests.support_processes import BASE_DIR
 
 pytestmark = pytest.mark.live
 JS_DIR = BASE_DIR / "tests" / "js"
-# The examples' full latency: "stop mid-run" must catch a subagent at work even when the client's process waits for
-# a core (at half of it, a busy machine once let the run finish before the cancel arrived).
-chat_server = live_chat_server(CHAT_AGENT_DELAY_SCALE="1")
-run_scoped_server = live_chat_server(CHAT_AGENT_DELAY_SCALE="1", CHAT_REPLAY_SCOPE="run")
+# Four times the examples' latency (a search takes 1.2 s): "stop mid-run" must catch a subagent at work even when
+# the client's process waits for a core. At half of it, and once at the full latency, a busy machine let the run
+# finish before the cancel arrived.
+chat_server = live_chat_server(CHAT_AGENT_DELAY_SCALE="4")
+run_scoped_server = live_chat_server(CHAT_AGENT_DELAY_SCALE="4", CHAT_REPLAY_SCOPE="run")
 
 
 def js_client_missing() -> str | None:

@@ -72,9 +72,12 @@ async function subagentViews(controller, expected, wanted = () => true) {
     const messages = controller.registry.acquire(messagesProjection(current.namespace));
     const toolCalls = controller.registry.acquire(toolCallsProjection(current.namespace));
     try {
-      await waitFor(`messages of ${current.name}`, () => {
+      // The two projections replay the subagent's events over their own subscriptions: wait for both.
+      await waitFor(`messages and tool calls of ${current.name}`, () => {
         const list = messages.store.getSnapshot();
-        return list.length >= 4 && list.some((m) => textOf(m).length > 0 && !(m.tool_calls || []).length);
+        const calls = toolCalls.store.getSnapshot();
+        return list.length >= 4 && list.some((m) => textOf(m).length > 0 && !(m.tool_calls || []).length)
+          && calls.length > 0 && calls.every((c) => c.status !== "running");
       });
       views.push({
         tool_call_id: toolCallId,

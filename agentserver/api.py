@@ -13,13 +13,13 @@ from rest_framework.views import APIView
 
 from agentserver import graphs, selectors, services
 from agentserver.http import (
-    SORT_ORDERS,
     AgentServerApi,
     StateRenderer,
     assistant_id_of,
     handle_exception,
     paginated,
     query_flag,
+    search_fields,
     selected,
 )
 from chat.graph_runtime import get_served_graph
@@ -124,11 +124,8 @@ class AssistantSearchApi(AssistantBaseApi):
         class Meta:
             ref_name = "AssistantSearchInput"
 
-        limit = serializers.IntegerField(min_value=1, max_value=1000, default=10)
-        offset = serializers.IntegerField(min_value=0, default=0)
-        sort_by = serializers.ChoiceField(ASSISTANT_SORTS, default="created_at")
-        sort_order = serializers.ChoiceField(SORT_ORDERS, default="desc")
-        select = serializers.ListField(child=serializers.ChoiceField(ASSISTANT_FIELDS), required=False)
+        limit, offset, sort_by, sort_order, select = search_fields(sorts=ASSISTANT_SORTS, default_sort="created_at",
+                                                                   fields=ASSISTANT_FIELDS)
 
     @extend_schema(request=InputSerializer, responses=AssistantOutputSerializer(many=True),
                    operation_id="search_assistants_assistants_search_post")

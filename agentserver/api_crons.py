@@ -8,7 +8,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from agentserver import crons, services
-from agentserver.http import SORT_ORDERS, AgentServerApi, paginated, selected
+from agentserver.http import AgentServerApi, paginated, search_fields, selected
 from agentserver.serializers import NodesField, RunCreateSerializer, StreamModeField
 from core.exceptions import RequestValidationError
 
@@ -111,11 +111,8 @@ class CronSearchApi(AgentServerApi):
             ref_name = "CronSearchInput"
 
         enabled = serializers.BooleanField(required=False, allow_null=True, default=None)
-        limit = serializers.IntegerField(min_value=1, max_value=1000, default=10)
-        offset = serializers.IntegerField(min_value=0, default=0)
-        sort_by = serializers.ChoiceField(crons.SORT_FIELDS, default="created_at")
-        sort_order = serializers.ChoiceField(SORT_ORDERS, default="desc")
-        select = serializers.ListField(child=serializers.ChoiceField(crons.CRON_FIELDS), required=False)
+        limit, offset, sort_by, sort_order, select = search_fields(sorts=crons.SORT_FIELDS, default_sort="created_at",
+                                                                   fields=crons.CRON_FIELDS)
 
     @extend_schema(request=InputSerializer, responses={200: {"type": "array", "items": {"type": "object"}}},
                    operation_id="search_crons_runs_crons_post")

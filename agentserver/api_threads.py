@@ -10,7 +10,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from agentserver import selectors, services
-from agentserver.http import SORT_ORDERS, AgentServerApi, paginated, query_flag, selected
+from agentserver.http import AgentServerApi, paginated, query_flag, search_fields, selected
 from agentserver.state import state_get, state_history
 
 THREAD_FIELDS = ["thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "config", "status",
@@ -84,11 +84,8 @@ class ThreadSearchApi(AgentServerApi):
             ref_name = "ThreadSearchInput"
 
         ids = serializers.ListField(child=serializers.CharField(), required=False)
-        limit = serializers.IntegerField(min_value=1, max_value=1000, default=10)
-        offset = serializers.IntegerField(min_value=0, default=0)
-        sort_by = serializers.ChoiceField(THREAD_SORTS, default="updated_at")
-        sort_order = serializers.ChoiceField(SORT_ORDERS, default="desc")
-        select = serializers.ListField(child=serializers.ChoiceField(THREAD_FIELDS), required=False)
+        limit, offset, sort_by, sort_order, select = search_fields(sorts=THREAD_SORTS, default_sort="updated_at",
+                                                                   fields=THREAD_FIELDS)
 
     @extend_schema(request=InputSerializer, responses={200: {"type": "array", "items": {"type": "object"}}},
                    operation_id="search_threads_threads_search_post")

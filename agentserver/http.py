@@ -10,6 +10,7 @@ import uuid
 from urllib.parse import unquote_to_bytes
 
 from rest_framework import exceptions as drf
+from rest_framework import serializers
 from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -158,6 +159,18 @@ def query_flag(request, name: str, default: bool = False) -> bool:
 
 def selected(item: dict, select: list[str] | None) -> dict:
     return {k: v for k, v in item.items() if k in select} if select else item
+
+
+def search_fields(*, sorts, default_sort: str, fields) -> tuple[serializers.Field, ...]:
+    """limit, offset, sort_by, sort_order and select: the page, order and projection every Agent Server search body
+    takes, in the wire's order. A search's InputSerializer unpacks them in its class body, after its own filters."""
+    return (
+        serializers.IntegerField(min_value=1, max_value=1000, default=10),
+        serializers.IntegerField(min_value=0, default=0),
+        serializers.ChoiceField(sorts, default=default_sort),
+        serializers.ChoiceField(SORT_ORDERS, default="desc"),
+        serializers.ListField(child=serializers.ChoiceField(fields), required=False),
+    )
 
 
 def paginated(items: list, *, limit: int, offset: int, total: int) -> Response:

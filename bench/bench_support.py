@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import subprocess
@@ -40,6 +41,14 @@ def setup_django_on(backend: str, *, postgres_url: str, sqlite_path: Path) -> No
     django.setup()
     # As in production: no per-query debug logging.
     settings.DEBUG = False
+
+
+def bench_parser(description: str | None, *, postgres_url: str) -> argparse.ArgumentParser:
+    """The command line every in-process benchmark shares (--backend, --postgres-url); the caller adds its own."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend", choices=["sqlite", "postgres", "all"], default="all")
+    parser.add_argument("--postgres-url", default=postgres_url)
+    return parser
 
 
 def each_backend_in_its_process(backend: str) -> bool:

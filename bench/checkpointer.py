@@ -24,7 +24,6 @@ under data/, removed at the end; the peer gets the same WAL + synchronous=NORMAL
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -34,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_support import each_backend_in_its_process, setup_django_on  # noqa: E402 - a sibling module: benches run as scripts
+from bench_support import bench_parser, each_backend_in_its_process, setup_django_on  # noqa: E402 - a sibling module: benches run as scripts
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/checkpointer_bench"
@@ -42,12 +41,10 @@ SCENARIOS = ("tools", "deep-agent")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--backend", choices=["sqlite", "postgres", "all"], default="all")
+    parser = bench_parser(__doc__, postgres_url=DEFAULT_PG)
     parser.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="all")
     parser.add_argument("--turns", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=None, help="default: 9 for tools, 5 for deep-agent")
-    parser.add_argument("--postgres-url", default=DEFAULT_PG)
     args = parser.parse_args()
     if each_backend_in_its_process(args.backend):
         return

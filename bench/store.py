@@ -23,7 +23,6 @@ directory under data/, removed at the end.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import shutil
@@ -33,7 +32,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench_support import each_backend_in_its_process, setup_django_on  # noqa: E402 - a sibling module: benches run as scripts
+from bench_support import bench_parser, each_backend_in_its_process, setup_django_on  # noqa: E402 - a sibling module: benches run as scripts
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/store_bench"
@@ -44,13 +43,11 @@ WORDS = ("apple pie tree zebra sky noon blue red green car fast dog sleepy numbe
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--backend", choices=["sqlite", "postgres", "all"], default="all")
+    parser = bench_parser(__doc__, postgres_url=DEFAULT_PG)
     parser.add_argument("--mode", choices=["plain", "index", "all"], default="all")
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--searches", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--postgres-url", default=DEFAULT_PG)
     args = parser.parse_args()
     if each_backend_in_its_process(args.backend):
         return

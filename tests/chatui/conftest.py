@@ -44,6 +44,12 @@ def live_page_server(**env: str):
 
 
 @pytest.fixture
+def base(page_server, transactional_db):
+    """The URL of the module's `page_server` (each browser test module names its own with live_page_server)."""
+    return page_server.url
+
+
+@pytest.fixture
 def new_page(browser):
     """new_page(viewport=DESKTOP) -> a page in a fresh browser context; `page.problems` collects script errors."""
     yield from page_factory(browser, default_viewport=DESKTOP)

@@ -32,11 +32,6 @@ page_server = live_page_server(CHAT_AGENT_DELAY_SCALE="0.4")
 PHONE = {"width": 375, "height": 800}
 
 
-@pytest.fixture
-def base(page_server, transactional_db):
-    return page_server.url
-
-
 def open_page(new_page, base, viewport, scheme="light"):
     page = new_page(viewport=viewport, color_scheme=scheme, permissions=["clipboard-read", "clipboard-write"])
     page.goto(f"{base}/chat/")

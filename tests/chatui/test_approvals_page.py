@@ -32,11 +32,6 @@ MATH = "Calculate 42 * 17"
 BOTH = "Research the abacus, and separately calculate 42 * 17."
 
 
-@pytest.fixture
-def base(page_server, transactional_db):
-    return page_server.url
-
-
 def cards(scope: Page | Locator, status: str = "pending") -> Locator:
     return scope.locator(f'section.approval[data-status="{status}"]')
 

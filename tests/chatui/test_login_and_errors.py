@@ -20,11 +20,6 @@ pytestmark = [pytest.mark.live, pytest.mark.browser]
 page_server = live_page_server(CHAT_ALLOW_ANONYMOUS="false", CHAT_MODEL="openai:gpt-5.4-mini", OPENAI_API_KEY="")
 
 
-@pytest.fixture
-def base(page_server, transactional_db):
-    return page_server.url
-
-
 def test_users_log_in_and_see_only_their_own_threads_and_a_missing_key_is_named(base, new_page, shoot):
     users = get_user_model().objects
     users.create_user("alice", password="alice-secret-1")

@@ -27,11 +27,6 @@ FACT = "Remember that my favourite number is 7"
 QUESTION = "What is my favourite number?"
 
 
-@pytest.fixture
-def base(page_server, transactional_db):
-    return page_server.url
-
-
 def narrow(page: Page) -> bool:
     """Whether the sidebar is a drawer (styles.css's narrow-screen layout)."""
     return (page.viewport_size or DESKTOP)["width"] < 768

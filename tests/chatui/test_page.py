@@ -37,11 +37,6 @@ pytestmark = [pytest.mark.live, pytest.mark.browser]
 page_server = live_page_server()
 
 
-@pytest.fixture
-def base(page_server, transactional_db):
-    return page_server.url
-
-
 def expect_example_answered(page) -> None:
     for name in ("researcher", "math-whiz"):
         expect(subagent(page, name)).to_have_attribute("data-status", "complete")

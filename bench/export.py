@@ -8,8 +8,8 @@
 - (a) a bare script: one server-side-cursor SELECT of the same rows (same columns, same SQL conversions) fetched in
   chunks into a pyarrow ParquetWriter that streams to the same S3 server through pyarrow's own S3 filesystem:
   the limit of the whole job in this design;
-- (b) `pyarrow.parquet.write_table` of the same rows already in memory (loaded before the clock starts) to the same
-  server: the limit of the write side alone.
+- (b) `pyarrow.parquet.write_table` of the same rows already in memory (each of our files read back before the
+  clock starts, then written again) to the same server: the limit of the write side alone.
 
 Each of the three runs in its own child process (peak RSS measured with wait4); moto runs in another process.
 Before the export exists, the same `run_worker --once` runs once with nothing to do: its peak RSS is the worker's
@@ -308,17 +308,23 @@ def peer_a(info: dict, compression: str) -> dict:
     return {"rows": rows_total, "seconds": time.monotonic() - started}
 
 
-def peer_b(info: dict, compression: str, source_key: str) -> dict:
-    """The same rows already in memory (read back from our file first), written with write_table."""
+def peer_b(info: dict, compression: str, files: list[str]) -> dict:
+    """The same rows already in memory, written with write_table: each of our files is read back (off the clock)
+    and written again, one at a time, so (b) writes every row once and holds one file's rows at a time."""
     import pyarrow.parquet as pq
 
     s3fs = _s3fs()
-    table = pq.read_table(source_key, filesystem=s3fs)
-    started = time.monotonic()
-    pq.write_table(table, f"{BUCKET}/peer-b/part-00000.parquet", filesystem=s3fs,
-                   compression=CODECS[compression], compression_level=LEVELS.get(compression),
-                   row_group_size=100_000)
-    return {"rows": table.num_rows, "seconds": time.monotonic() - started}
+    rows, seconds = 0, 0.0
+    for index, source_key in enumerate(files):
+        table = pq.read_table(source_key, filesystem=s3fs)
+        started = time.monotonic()
+        pq.write_table(table, f"{BUCKET}/peer-b/part-{index:05d}.parquet", filesystem=s3fs,
+                       compression=CODECS[compression], compression_level=LEVELS.get(compression),
+                       row_group_size=100_000)
+        seconds += time.monotonic() - started
+        rows += table.num_rows
+        del table
+    return {"rows": rows, "seconds": seconds}
 
 
 # --- driver --------------------------------------------------------------------------------------------
@@ -340,7 +346,7 @@ def child_main(argv: list[str]) -> None:
     elif role == "a":
         result = peer_a(info, compression)
     else:
-        result = peer_b(info, compression, info["source_key"])
+        result = peer_b(info, compression, info["files"])
     print(json.dumps(result))
 
 
@@ -374,12 +380,11 @@ def main() -> None:
         _, ours_rss = run_child(worker, env)
         loads["ours"] = os.getloadavg()
         result, _ = run_child([*me, "result", json.dumps(created), args.compression], env)
-        source_key = result["files"][0]
         distinct, _ = run_child([*me, "check", json.dumps({"files": result["files"]}), args.compression], env)
         peer_a_result, peer_a_rss = run_child([*me, "a", json.dumps(info), args.compression], env)
         loads["a"] = os.getloadavg()
         peer_b_result, peer_b_rss = run_child(
-            [*me, "b", json.dumps({**info, "source_key": source_key}), args.compression], env)
+            [*me, "b", json.dumps({**info, "files": result["files"]}), args.compression], env)
         loads["b"] = os.getloadavg()
         rounds = [(result, peer_a_result)]
         for number in range(2, args.rounds + 1):

@@ -213,8 +213,10 @@ def _s3fs():
     from pyarrow import fs
 
     endpoint = os.environ["BENCH_ENDPOINT"]
+    # Generous timeouts: on a loaded machine moto can take seconds to start sending a file of hundreds of MiB.
     return fs.S3FileSystem(access_key=KEY_ID, secret_key=SECRET, region="us-east-1", scheme="http",
-                           endpoint_override=endpoint.removeprefix("http://"))
+                           endpoint_override=endpoint.removeprefix("http://"), connect_timeout=60,
+                           request_timeout=600)
 
 
 def _peer_sql(vendor: str) -> str:
@@ -374,15 +376,19 @@ def main() -> None:
     loads = {}
     try:
         info, _ = run_child([*me, "seed", json.dumps({"rows": args.rows}), args.compression], env)
-        print(f"seeded {args.rows:,} runs on {args.backend} in {info['seed_seconds']:.1f} s")
+        print(f"seeded {args.rows:,} runs on {args.backend} in {info['seed_seconds']:.1f} s", flush=True)
         _, idle_rss = run_child(worker, env)  # no job yet: the worker's baseline, every app loaded
         created, _ = run_child([*me, "create", json.dumps(info), args.compression], env)
         _, ours_rss = run_child(worker, env)
         loads["ours"] = os.getloadavg()
         result, _ = run_child([*me, "result", json.dumps(created), args.compression], env)
+        print(f"  ours: {result['rows']:,} rows in {result['seconds']:.1f} s, peak RSS {ours_rss:.0f} MiB (idle worker "
+              f"{idle_rss:.0f} MiB), load {'/'.join(f'{v:.1f}' for v in loads['ours'])}", flush=True)
         distinct, _ = run_child([*me, "check", json.dumps({"files": result["files"]}), args.compression], env)
         peer_a_result, peer_a_rss = run_child([*me, "a", json.dumps(info), args.compression], env)
         loads["a"] = os.getloadavg()
+        print(f"  (a): {peer_a_result['rows']:,} rows in {peer_a_result['seconds']:.1f} s, "
+              f"peak RSS {peer_a_rss:.0f} MiB", flush=True)
         peer_b_result, peer_b_rss = run_child(
             [*me, "b", json.dumps({**info, "files": result["files"]}), args.compression], env)
         loads["b"] = os.getloadavg()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -72,3 +73,11 @@ def stop_process_group(process: subprocess.Popen, timeout: float = 20) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+def production_env() -> dict[str, str]:
+    """Environment for a child process that runs as in production: DEBUG off, with the keys that requires."""
+    from cryptography.fernet import Fernet
+
+    return {"DEBUG": "false", "SECRET_KEY": secrets.token_urlsafe(40),
+            "FIELD_ENCRYPTION_KEY": Fernet.generate_key().decode(), "ALLOWED_HOSTS": "127.0.0.1,localhost"}

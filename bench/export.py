@@ -8,8 +8,8 @@
 - (a) a bare script: one server-side-cursor SELECT of the same rows (same columns, same SQL conversions) fetched in
   chunks into a pyarrow ParquetWriter that streams to the same S3 server through pyarrow's own S3 filesystem:
   the limit of the whole job in this design;
-- (b) `pyarrow.parquet.write_table` of the same rows already in memory (loaded before the clock starts) to the same
-  server: the limit of the write side alone.
+- (b) `pyarrow.parquet.write_table` of the same rows already in memory (each of our files read back before the
+  clock starts, then written again) to the same server: the limit of the write side alone.
 
 Each of the three runs in its own child process (peak RSS measured with wait4); moto runs in another process.
 Before the export exists, the same `run_worker --once` runs once with nothing to do: its peak RSS is the worker's
@@ -30,6 +30,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench_support import production_env  # noqa: E402 - a sibling module: benches run as scripts
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -53,7 +55,10 @@ LEVELS = {"gzip": 6}  # the level ours uses (zlib's default): every contender co
 def environment(args, data_dir: str, endpoint: str) -> dict[str, str]:
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "DATA_DIR": data_dir,
            "EGRESS_ALLOWLIST": "127.0.0.1", "LOG_LEVEL": "WARNING", "TRACING_RETENTION_DAYS": "0",
-           "BENCH_ENDPOINT": endpoint, "PYTHONUNBUFFERED": "1", "REDIS_URL": ""}
+           "BENCH_ENDPOINT": endpoint, "PYTHONUNBUFFERED": "1", "REDIS_URL": "",
+           # As in production: with DEBUG on, Django keeps every query in a log (up to 9,000) and, on SQLite,
+           # runs an extra query per statement to write it, which neither (a) nor (b) pays.
+           **production_env()}
     env.pop("TEST_DB_SUFFIX", None)
     if args.backend == "postgres":
         env["DATABASE_URL"] = args.database_url
@@ -213,8 +218,10 @@ def _s3fs():
     from pyarrow import fs
 
     endpoint = os.environ["BENCH_ENDPOINT"]
+    # Generous timeouts: on a loaded machine moto can take seconds to start sending a file of hundreds of MiB.
     return fs.S3FileSystem(access_key=KEY_ID, secret_key=SECRET, region="us-east-1", scheme="http",
-                           endpoint_override=endpoint.removeprefix("http://"))
+                           endpoint_override=endpoint.removeprefix("http://"), connect_timeout=60,
+                           request_timeout=600)
 
 
 def _peer_sql(vendor: str) -> str:
@@ -308,17 +315,23 @@ def peer_a(info: dict, compression: str) -> dict:
     return {"rows": rows_total, "seconds": time.monotonic() - started}
 
 
-def peer_b(info: dict, compression: str, source_key: str) -> dict:
-    """The same rows already in memory (read back from our file first), written with write_table."""
+def peer_b(info: dict, compression: str, files: list[str]) -> dict:
+    """The same rows already in memory, written with write_table: each of our files is read back (off the clock)
+    and written again, one at a time, so (b) writes every row once and holds one file's rows at a time."""
     import pyarrow.parquet as pq
 
     s3fs = _s3fs()
-    table = pq.read_table(source_key, filesystem=s3fs)
-    started = time.monotonic()
-    pq.write_table(table, f"{BUCKET}/peer-b/part-00000.parquet", filesystem=s3fs,
-                   compression=CODECS[compression], compression_level=LEVELS.get(compression),
-                   row_group_size=100_000)
-    return {"rows": table.num_rows, "seconds": time.monotonic() - started}
+    rows, seconds = 0, 0.0
+    for index, source_key in enumerate(files):
+        table = pq.read_table(source_key, filesystem=s3fs)
+        started = time.monotonic()
+        pq.write_table(table, f"{BUCKET}/peer-b/part-{index:05d}.parquet", filesystem=s3fs,
+                       compression=CODECS[compression], compression_level=LEVELS.get(compression),
+                       row_group_size=100_000)
+        seconds += time.monotonic() - started
+        rows += table.num_rows
+        del table
+    return {"rows": rows, "seconds": seconds}
 
 
 # --- driver --------------------------------------------------------------------------------------------
@@ -340,7 +353,7 @@ def child_main(argv: list[str]) -> None:
     elif role == "a":
         result = peer_a(info, compression)
     else:
-        result = peer_b(info, compression, info["source_key"])
+        result = peer_b(info, compression, info["files"])
     print(json.dumps(result))
 
 
@@ -368,18 +381,21 @@ def main() -> None:
     loads = {}
     try:
         info, _ = run_child([*me, "seed", json.dumps({"rows": args.rows}), args.compression], env)
-        print(f"seeded {args.rows:,} runs on {args.backend} in {info['seed_seconds']:.1f} s")
+        print(f"seeded {args.rows:,} runs on {args.backend} in {info['seed_seconds']:.1f} s", flush=True)
         _, idle_rss = run_child(worker, env)  # no job yet: the worker's baseline, every app loaded
         created, _ = run_child([*me, "create", json.dumps(info), args.compression], env)
         _, ours_rss = run_child(worker, env)
         loads["ours"] = os.getloadavg()
         result, _ = run_child([*me, "result", json.dumps(created), args.compression], env)
-        source_key = result["files"][0]
+        print(f"  ours: {result['rows']:,} rows in {result['seconds']:.1f} s, peak RSS {ours_rss:.0f} MiB (idle worker "
+              f"{idle_rss:.0f} MiB), load {'/'.join(f'{v:.1f}' for v in loads['ours'])}", flush=True)
         distinct, _ = run_child([*me, "check", json.dumps({"files": result["files"]}), args.compression], env)
         peer_a_result, peer_a_rss = run_child([*me, "a", json.dumps(info), args.compression], env)
         loads["a"] = os.getloadavg()
+        print(f"  (a): {peer_a_result['rows']:,} rows in {peer_a_result['seconds']:.1f} s, "
+              f"peak RSS {peer_a_rss:.0f} MiB", flush=True)
         peer_b_result, peer_b_rss = run_child(
-            [*me, "b", json.dumps({**info, "source_key": source_key}), args.compression], env)
+            [*me, "b", json.dumps({**info, "files": result["files"]}), args.compression], env)
         loads["b"] = os.getloadavg()
         rounds = [(result, peer_a_result)]
         for number in range(2, args.rounds + 1):

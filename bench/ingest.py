@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import secrets
 import shutil
 import statistics
 import tempfile
@@ -27,7 +26,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bench_support import setup_django_on  # noqa: E402 - a sibling module: benches run as scripts
+from bench_support import production_env, setup_django_on  # noqa: E402 - a sibling module: benches run as scripts
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/ingest_bench"
@@ -123,11 +122,6 @@ def run(count: int, rounds: int, workdir: Path, backend: str) -> None:
     report(count, results, backend)
 
 
-def production_env() -> dict[str, str]:
-    from cryptography.fernet import Fernet
-
-    return {"DEBUG": "false", "SECRET_KEY": secrets.token_urlsafe(40),
-            "FIELD_ENCRYPTION_KEY": Fernet.generate_key().decode(), "ALLOWED_HOSTS": "127.0.0.1,localhost"}
 
 
 def sdk_ingest(url: str, key: str, workspace, count: int, project: str, workdir: Path) -> tuple[float, float]:

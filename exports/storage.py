@@ -43,7 +43,7 @@ from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
 from core import egress
 from core.exceptions import BadRequest
-from exports import logredact
+from exports import botocore_reuse, logredact
 from exports.storage_errors import NotS3Endpoint, classify
 
 ADDRESSING_STYLES = ("auto", "virtual", "path")
@@ -254,6 +254,8 @@ class _SharedPinnedURLLib3Session(PinnedURLLib3Session):
 
 _session_lock = threading.Lock()
 _session: botocore.session.Session | None = None
+# What never changes between our clients (S3's model, client class, endpoint rules): built once, see the module.
+_session_parts = botocore_reuse.shared()
 _http_sessions: dict[tuple, _SharedPinnedURLLib3Session] = {}
 
 
@@ -296,7 +298,7 @@ def s3_client(config: S3Config | dict, credentials: S3Credentials | dict | None,
         response_checksum_validation="when_required",
         ignore_configured_endpoint_urls=True,
     )
-    with _session_lock:
+    with _session_lock, botocore_reuse.reusing(_session_parts):
         client = _botocore_session().create_client(
             "s3", endpoint_url=config.endpoint_url, config=botocore_config, **client_kwargs)
     _pin_connections(client, connect_timeout, read_timeout, max_pool_connections)

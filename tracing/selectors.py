@@ -85,10 +85,14 @@ def run_iter_for_export(*, session_id: uuid.UUID, start: datetime, end: datetime
 def export_queryset(*, session_id: uuid.UUID, start: datetime, end: datetime | None,
                     after: tuple[datetime, uuid.UUID] | None = None) -> QuerySet[Run]:
     """The ordered query behind run_iter_for_export (slice it; `.explain()` it in tests)."""
-    runs = Run.objects.filter(session_id=session_id, start_time__gte=start)
+    runs = Run.objects.filter(session_id=session_id)
+    if after is None or after[0] < start:
+        runs = runs.filter(start_time__gte=start)
     if end is not None:
         runs = runs.filter(start_time__lt=end)
     if after is not None:
+        # Alone as the lower bound: beside `start_time >= start` SQLite seeks to the range's start and filters
+        # every earlier row out, so each page costs more than the last (a day of 5,000,000 runs: 0.45x).
         runs = runs.filter(_row_after(*after))
     return runs.order_by("start_time", "id")
 

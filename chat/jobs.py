@@ -11,8 +11,8 @@ from django.db.models import Count
 from chat import services
 from chat.hub import publish
 from chat.models import ChatEvent
-from chat.store import store_sweep_expired
-from chat.store_config import SWEEP_JOB, settings_sweep_seconds
+from chat.store_expiry import store_sweep_expired
+from chat.store_schema import SWEEP_JOB, settings_sweep_seconds
 from core.registry import periodic, worker_service
 
 log = logging.getLogger("chat.jobs")

@@ -65,7 +65,6 @@ from chat.store_sql import Row
 
 # A namespace and key are indexed together (with the scope), and PostgreSQL refuses an index row over 2704 bytes.
 MAX_ADDRESS_BYTES = 2048
-SWEEP_BATCH = 1000
 
 Address = tuple[tuple[str, ...], str]
 T = TypeVar("T")
@@ -322,21 +321,6 @@ class DjangoStore(BaseStore):
              for op, item_id in zip(ops, item_ids, strict=True)
              for field, vector in embedded.vectors.get((op.namespace, op.key), [])],
             batch_size=500)
-
-
-def store_sweep_expired(*, using: str = "default", now: datetime | None = None) -> int:
-    """Delete every store's expired items (and their vectors), SWEEP_BATCH at a time; return how many."""
-    now = now or timezone.now()
-    deleted = 0
-    while True:
-        ids = list(StoreItem.objects.using(using).filter(expires_at__lte=now).values_list("id", flat=True)
-                   [:SWEEP_BATCH])
-        if not ids:
-            return deleted
-        _, per_model = StoreItem.objects.using(using).filter(id__in=ids, expires_at__lte=now).delete()
-        deleted += per_model.get(StoreItem._meta.label, 0)
-        if len(ids) < SWEEP_BATCH:
-            return deleted
 
 
 def _async_only(embeddings: Embeddings) -> bool:

@@ -14,7 +14,6 @@ import json
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 from langchain_core.embeddings import Embeddings
@@ -22,14 +21,8 @@ from langgraph.store.base import IndexConfig, TTLConfig, ensure_embeddings
 
 from chat import graph_runtime
 from chat.store import DjangoStore
+from chat.store_schema import SWEEP_JOB, StoreConfigError, check, sweep_seconds
 from core.registry import PERIODICS
-
-SWEEP_JOB = "chat.sweep_expired_store_items"
-DEFAULT_SWEEP_SECONDS = 60.0
-
-
-class StoreConfigError(ValueError):
-    """The `store` object of langgraph.json (or CHAT_STORE) is wrong; the message says what to fix."""
 
 
 @dataclass(frozen=True)
@@ -41,45 +34,6 @@ class StoreSettings:
 _lock = threading.Lock()
 # None until configured: the first store then reads CHAT_STORE_CONFIG.
 _settings: StoreSettings | None = None
-
-
-def check(raw: Any) -> None:
-    """Raise StoreConfigError unless `raw` is a valid `store` object (without loading its embedding function)."""
-    if raw is None:
-        return
-    if not isinstance(raw, dict):
-        raise StoreConfigError("\"store\" must be an object with \"index\" and/or \"ttl\".")
-    _check_index(raw.get("index"))
-    _check_ttl(raw.get("ttl"))
-
-
-def _check_index(index: Any) -> None:
-    if index is None:
-        return
-    if not isinstance(index, dict):
-        raise StoreConfigError("store.index must be an object: {\"embed\": ..., \"dims\": ..., \"fields\": [...]}.")
-    dims = index.get("dims")
-    if isinstance(dims, bool) or not isinstance(dims, int) or dims < 1:
-        raise StoreConfigError("store.index.dims must be a positive integer (the embeddings' length).")
-    embed = index.get("embed")
-    if not isinstance(embed, str) or ":" not in embed:
-        raise StoreConfigError("store.index.embed must be \"provider:model\" or \"./path.py:function\".")
-    fields = index.get("fields")
-    if fields is not None and (not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields)):
-        raise StoreConfigError("store.index.fields must be a list of field paths, e.g. [\"text\", \"tags[*]\"].")
-
-
-def _check_ttl(ttl: Any) -> None:
-    if ttl is None:
-        return
-    if not isinstance(ttl, dict):
-        raise StoreConfigError("store.ttl must be an object: {\"default_ttl\": minutes, ...}.")
-    for name in ("default_ttl", "sweep_interval_minutes"):
-        value = ttl.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):
-            raise StoreConfigError(f"store.ttl.{name} must be a positive number of minutes.")
-    if not isinstance(ttl.get("refresh_on_read", True), bool):
-        raise StoreConfigError("store.ttl.refresh_on_read must be true or false.")
 
 
 def configure(raw: dict | None, *, base_dir: Path) -> None:
@@ -142,22 +96,6 @@ def configure_from_settings() -> None:
     except ValueError as exc:
         raise StoreConfigError(f"CHAT_STORE_CONFIG is not valid JSON: {exc}") from None
     configure(parsed, base_dir=Path(settings.BASE_DIR))
-
-
-def sweep_seconds(raw: dict | None) -> float:
-    """How often the sweep of expired items runs for a `store` object: its ttl.sweep_interval_minutes, else 60 s."""
-    minutes = ((raw or {}).get("ttl") or {}).get("sweep_interval_minutes")
-    return float(minutes) * 60 if minutes else DEFAULT_SWEEP_SECONDS
-
-
-def settings_sweep_seconds() -> float:
-    """sweep_seconds of CHAT_STORE_CONFIG, read when the job is registered (a wrong value fails the first store)."""
-    try:
-        raw = json.loads(settings.CHAT_STORE_CONFIG or "null")
-        check(raw)
-    except ValueError:
-        return DEFAULT_SWEEP_SECONDS
-    return sweep_seconds(raw)
 
 
 def _schedule_sweep(raw: dict | None) -> None:

@@ -14,10 +14,24 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import numpy as np
 from langgraph.store.base import PutOp
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+@cache
+def _numpy() -> ModuleType:
+    """numpy, imported by the first vector operation: it adds about 16 MiB to a process, and only stores with an
+    index (store.index) use it, so the web and worker processes of a service without one never load it."""
+    import numpy
+
+    return numpy
 
 # Vectors scored per batch: 2,000 vectors of 1,536 dimensions are 12 MiB of float32.
 SCORE_BATCH = 2000
@@ -54,11 +68,12 @@ def texts_to_embed(op: PutOp, default_fields: list[tuple[str, str | list[str]]])
 def to_bytes(vector: Sequence[float], dims: int) -> bytes:
     if len(vector) != dims:
         raise ValueError(f"The embedding function returned {len(vector)} dimensions; store.index.dims is {dims}.")
-    return np.asarray(vector, dtype="<f4").tobytes()
+    return _numpy().asarray(vector, dtype="<f4").tobytes()
 
 
 def query_vector(vector: Sequence[float], dims: int) -> np.ndarray:
     """A query's embedding as the unit float64 vector the stored ones are scored against."""
+    np = _numpy()
     array = np.frombuffer(to_bytes(vector, dims), dtype="<f4").astype(np.float64)
     norm = float(np.linalg.norm(array))
     return array / norm if norm else array
@@ -66,6 +81,7 @@ def query_vector(vector: Sequence[float], dims: int) -> np.ndarray:
 
 def cosine_scores(query: np.ndarray, blobs: Sequence[bytes]) -> np.ndarray:
     """The cosine similarity of each stored vector with the unit `query`; 0 for a zero vector."""
+    np = _numpy()
     matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), query.shape[0]).astype(np.float64)
     norms = np.linalg.norm(matrix, axis=1)
     dots = matrix @ query

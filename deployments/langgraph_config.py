@@ -10,7 +10,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from chat import store_config
+from chat import store_schema
 from deployments import langgraph_http
 
 # Top-level packages of this service: a project module with one of these names would be shadowed.
@@ -75,8 +75,8 @@ def load(*, source_root: Path, config_path: str) -> ProjectConfig:
         raise ConfigError("JavaScript graphs (node_version) are not supported by the local runner.")
     config = ProjectConfig(path=path, graphs=_graphs(data, path, root))
     try:
-        store_config.check(data.get("store"))
-    except store_config.StoreConfigError as exc:
+        store_schema.check(data.get("store"))
+    except store_schema.StoreConfigError as exc:
         raise ConfigError(str(exc)) from None
     _dependencies(data, config, root)
     _python_version(data, config)

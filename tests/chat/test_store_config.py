@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from chat import store_config
+from chat import store_config, store_schema
 from deployments import langgraph_config
 from tests.chat.store_embedding import DIMS, embed
 
@@ -90,7 +90,7 @@ def test_the_service_reads_chat_store_config(settings):
     store = store_config.store_for("owner")
 
     assert store.embeddings is not None and store.ttl_config == {"default_ttl": 5}
-    assert store_config.settings_sweep_seconds() == store_config.DEFAULT_SWEEP_SECONDS
+    assert store_schema.settings_sweep_seconds() == store_schema.DEFAULT_SWEEP_SECONDS
 
 
 def test_a_chat_store_config_that_is_not_json_is_a_config_error(settings):

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from chat import db_executor, store_config
+from chat import db_executor, store_config, store_schema
 from chat.models import StoreItem, StoreVector
-from chat.store import DjangoStore, store_sweep_expired
+from chat.store import DjangoStore
+from chat.store_expiry import store_sweep_expired
 from core.registry import PERIODICS
 from core.worker import Worker
 from tests.chat.store_embedding import DIMS, embed_texts
@@ -123,7 +124,7 @@ def test_the_sweep_deletes_expired_items_with_their_vectors_in_every_scope():
 
 def test_the_periodic_job_sweeps_at_the_configured_interval(restore_store_config):
     store_config.configure({"ttl": {"default_ttl": 1, "sweep_interval_minutes": 5}}, base_dir=Path("."))
-    assert PERIODICS[store_config.SWEEP_JOB].every_seconds == 300
+    assert PERIODICS[store_schema.SWEEP_JOB].every_seconds == 300
     store = store_config.store_for("test")
     store.put(("ns",), "gone", {"v": 1})
     age("gone", past_expiry=True)
@@ -132,4 +133,4 @@ def test_the_periodic_job_sweeps_at_the_configured_interval(restore_store_config
 
     assert not StoreItem.objects.exists()
     store_config.configure(None, base_dir=Path("."))
-    assert PERIODICS[store_config.SWEEP_JOB].every_seconds == store_config.DEFAULT_SWEEP_SECONDS
+    assert PERIODICS[store_schema.SWEEP_JOB].every_seconds == store_schema.DEFAULT_SWEEP_SECONDS

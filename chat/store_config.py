@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
@@ -22,7 +22,7 @@ from langgraph.store.base import IndexConfig, TTLConfig, ensure_embeddings
 from chat import graph_runtime
 from chat.store import DjangoStore
 from chat.store_schema import SWEEP_JOB, StoreConfigError, check, sweep_seconds
-from core.registry import PERIODICS
+from core.registry import periodic_reschedule
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def configure(raw: dict | None, *, base_dir: Path) -> None:
         ttl=TTLConfig(**ttl) if ttl else None)
     with _lock:
         _settings = configured
-    _schedule_sweep(raw)
+    periodic_reschedule(SWEEP_JOB, every_seconds=sweep_seconds(raw))
 
 
 def load_embed(spec: str, *, base_dir: Path) -> Embeddings:
@@ -96,9 +96,3 @@ def configure_from_settings() -> None:
     except ValueError as exc:
         raise StoreConfigError(f"CHAT_STORE_CONFIG is not valid JSON: {exc}") from None
     configure(parsed, base_dir=Path(settings.BASE_DIR))
-
-
-def _schedule_sweep(raw: dict | None) -> None:
-    periodic = PERIODICS.get(SWEEP_JOB)
-    if periodic is not None:
-        PERIODICS[SWEEP_JOB] = replace(periodic, every_seconds=sweep_seconds(raw))

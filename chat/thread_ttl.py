@@ -8,12 +8,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from core.registry import PERIODICS
+from core.registry import periodic_reschedule
 
 STRATEGIES = ("delete", "keep_latest")
 SWEEP_JOB = "agentserver.sweep_expired_threads"
@@ -62,8 +62,8 @@ def configure(raw: object) -> ThreadTtl:
     """Apply a project's `checkpointer.ttl` to this process; raises ValueError for an invalid one."""
     global _current
     _current, interval = parse(raw)
-    if interval is not None and SWEEP_JOB in PERIODICS:
-        PERIODICS[SWEEP_JOB] = replace(PERIODICS[SWEEP_JOB], every_seconds=interval * 60)
+    if interval is not None:
+        periodic_reschedule(SWEEP_JOB, every_seconds=interval * 60)
     return _current
 
 

@@ -14,7 +14,7 @@ lowest layer, runs them without importing any app.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,13 @@ def periodic(name: str, *, every_seconds: float):
         return func
 
     return register
+
+
+def periodic_reschedule(name: str, *, every_seconds: float) -> None:
+    """Run the registered periodic job `name` every `every_seconds` from now on (a served project's langgraph.json
+    sets some intervals); nothing when no such job is registered in this process."""
+    if name in PERIODICS:
+        PERIODICS[name] = replace(PERIODICS[name], every_seconds=every_seconds)
 
 
 def worker_service(name: str):

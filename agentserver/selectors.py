@@ -133,16 +133,22 @@ def thread_graph(thread: ChatThread) -> ServedGraph:
 
 
 def thread_view(thread: ChatThread) -> dict[str, Any]:
-    """The thread's status, values and interrupts, derived from its runs and its checkpoints."""
-    snapshot = snapshot_get(thread_graph(thread), thread.id)
+    """The thread's status, values and interrupts, derived from its runs and its checkpoints.
+
+    The runs are read before the checkpoints: a run marks itself finished only after its last checkpoint is
+    written, so a thread seen idle here is never paired with values from the middle of the run that just ended
+    (read the other way round, a run ending between the two reads showed "idle" with a step's partial values).
+    """
+    busy = ChatRun.objects.filter(thread=thread, status__in=(ChatRun.Status.RUNNING, ChatRun.Status.PENDING)).exists()
     runs = list(ChatRun.objects.filter(thread=thread).exclude(status=ChatRun.Status.PENDING)
                 .order_by("-created_at").values_list("status", flat=True)[:1])
+    snapshot = snapshot_get(thread_graph(thread), thread.id)
     interrupts: dict[str, list] = {}
     if snapshot is not None:
         for task in snapshot.tasks or ():
             if task.interrupts:
                 interrupts[task.id] = [{"value": i.value, "id": getattr(i, "id", None)} for i in task.interrupts]
-    if ChatRun.objects.filter(thread=thread, status__in=(ChatRun.Status.RUNNING, ChatRun.Status.PENDING)).exists():
+    if busy:
         status = "busy"
     elif runs and runs[0] == ChatRun.Status.FAILED:
         status = "error"

@@ -55,20 +55,22 @@ def test_blocks_above_the_fixed_mmap_threshold_get_their_own_mapping_and_blocks_
     assert run_python(MMAPPED_BLOCKS.replace("THRESHOLD", str(4 * 1024 * 1024))) == "0"
 
 
+# Arrow's default pool in a worker that ran the export job's allocator settings before loading pyarrow.
+ARROW_POOL_AFTER_THE_JOBS_SETTINGS = """
+import django, os
+os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings'
+django.setup()
+from exports.bulk_exports.jobs import bound_export_allocators
+bound_export_allocators()
+import pyarrow
+print(pyarrow.default_memory_pool().backend_name)
+"""
+
+
 def test_the_export_job_puts_arrow_on_the_system_allocator_before_pyarrow_loads():
-    code = ("from exports.bulk_exports.jobs import bound_export_allocators\n"
-            "bound_export_allocators()\n"
-            "import pyarrow\n"
-            "print(pyarrow.default_memory_pool().backend_name)")
-    setup = "import django, os\nos.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings'\ndjango.setup()\n"
     assert run_python("import pyarrow\nprint(pyarrow.default_memory_pool().backend_name)") != "system"
-    assert run_python(setup + code) == "system"
+    assert run_python(ARROW_POOL_AFTER_THE_JOBS_SETTINGS) == "system"
 
 
 def test_an_arrow_pool_chosen_by_the_operator_is_kept():
-    code = ("import django, os\nos.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings'\ndjango.setup()\n"
-            "from exports.bulk_exports.jobs import bound_export_allocators\n"
-            "bound_export_allocators()\n"
-            "import pyarrow\n"
-            "print(pyarrow.default_memory_pool().backend_name)")
-    assert run_python(code, ARROW_DEFAULT_MEMORY_POOL="jemalloc") == "jemalloc"
+    assert run_python(ARROW_POOL_AFTER_THE_JOBS_SETTINGS, ARROW_DEFAULT_MEMORY_POOL="jemalloc") == "jemalloc"

@@ -418,10 +418,14 @@ def run_made_progress(*, run: ChatRun) -> bool:
 
 
 def runs_sweep_dead(*, stale_seconds: float) -> list[tuple[str, int]]:
-    """Fail every active run whose heartbeat is older than `stale_seconds`; (thread id, last seq) of each."""
+    """Fail (or queue again, see run_fail_dead) every active run whose heartbeat is older than `stale_seconds` or
+    whose process on this host has exited; (thread id, last seq) of each failed one."""
     limit = timezone.now() - timedelta(seconds=stale_seconds)
     swept = []
-    for run in ChatRun.objects.filter(status=ChatRun.Status.RUNNING, heartbeat_at__lt=limit):
+    for run in ChatRun.objects.filter(status=ChatRun.Status.RUNNING):
+        gone = bool(run.worker_instance) and processes.instance_state(run.worker_instance) == "gone"
+        if run.heartbeat_at >= limit and not gone:
+            continue
         last_seq = run_fail_dead(run=run, retry=True)
         if last_seq is not None:
             swept.append((run.thread_id, last_seq))

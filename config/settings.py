@@ -103,6 +103,10 @@ DEPLOY_PIP_ARGS = env_str("DEPLOY_PIP_ARGS")
 DEPLOY_BUILD_TIMEOUT_SECONDS = env_int("DEPLOY_BUILD_TIMEOUT_SECONDS", 900)
 DEPLOY_HEALTH_TIMEOUT_SECONDS = env_int("DEPLOY_HEALTH_TIMEOUT_SECONDS", 90)
 DEPLOY_RECONCILE_SECONDS = env_int("DEPLOY_RECONCILE_SECONDS", 15)
+# Each deployment's own database (deployments/databases.py) is named this prefix and the deployment's id (hex).
+DEPLOY_DATABASE_PREFIX = env_str("DEPLOY_DATABASE_PREFIX", "deployment_")
+# How long a replaced revision keeps serving the requests it has (open streams included) before it is stopped.
+DEPLOY_DRAIN_SECONDS = env_float("DEPLOY_DRAIN_SECONDS", 30)
 # A step whose worker died this many times ends the revision *_FAILED instead of running again.
 DEPLOY_STEP_MAX_ATTEMPTS = env_int("DEPLOY_STEP_MAX_ATTEMPTS", 3)
 

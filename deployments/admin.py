@@ -99,8 +99,9 @@ class DeploymentAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
                    "source", "workspace"]
     search_fields = ["name", "=id"]
     list_select_related = ["workspace", "active_revision", "latest_revision"]
+    # The database's name and role, never its password.
     fields = ("id", "name", "workspace", "source", "deployment_type", "status", "url", "serving", "latest",
-              "secret_names", "source_config", "tracing_project_id", "created_at", "updated_at")
+              "database", "secret_names", "source_config", "tracing_project_id", "created_at", "updated_at")
     readonly_fields = fields
     inlines = [RevisionInline]
     # No admin delete: deletion goes through the pipeline (the button and action), which stops processes.
@@ -116,6 +117,12 @@ class DeploymentAdmin(ObjectButtonsMixin, ReadOnlyAdmin):
     def url(self, obj):
         url = services.custom_url(obj)
         return format_html('<a href="{}" target="_blank" rel="noopener">{}</a>', url, url)
+
+    @admin.display(description="database")
+    def database(self, obj):
+        if not obj.database_name:
+            return "- (created before its first revision starts)"
+        return f"{obj.database_name} (role {obj.database_role})" if obj.database_role else obj.database_name
 
     @admin.display(description="serving")
     def serving(self, obj):

@@ -1,7 +1,7 @@
 """Environments for tenant code, built from an allowlist rather than copied from the service.
 
 A revision's process sees its own secrets, PATH, HOME and the settings of its own serving
-process (a per-revision SQLite database, freshly generated keys), never the service's
+process (its deployment's database, freshly generated keys), never the service's
 DATABASE_URL, FIELD_ENCRYPTION_KEY, SECRET_KEY or anything else from the service's environment.
 """
 
@@ -43,9 +43,11 @@ def pip_env(*, home: Path) -> dict[str, str]:
 
 
 def serving_env(*, revision: Revision, home: Path, data_dir: Path, venv_bin: Path, port: int | None = None,
-                token: str = "", http: dict | None = None) -> dict[str, str]:
+                token: str = "", http: dict | None = None, database: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a revision's graph check and serving process; `http` is langgraph.json's checked `http`
-    section (ProjectConfig.http)."""
+    section (ProjectConfig.http), `database` the variables naming the deployment's database
+    (databases.connection_env). Without one (the build's graph check, which stores nothing), a scratch SQLite file
+    in `data_dir`."""
     deployment = revision.deployment
     env = {s["name"]: s["value"] for s in json.loads(revision.secrets or "[]")}
     env.update(base_env(home=home, venv_bin=venv_bin))
@@ -56,7 +58,6 @@ def serving_env(*, revision: Revision, home: Path, data_dir: Path, venv_bin: Pat
         "SECRET_KEY": random.token_urlsafe(48),
         "FIELD_ENCRYPTION_KEY": Fernet.generate_key().decode(),
         "DATA_DIR": str(data_dir),
-        "SQLITE_PATH": str(data_dir / "db.sqlite3"),
         "PUBLIC_BASE_URL": custom_url,
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         # The proxy talks plain HTTP on loopback; TLS ends at the service.
@@ -69,6 +70,8 @@ def serving_env(*, revision: Revision, home: Path, data_dir: Path, venv_bin: Pat
         "SERVE_GRAPHS_DEPLOYMENT_ID": str(deployment.id),
         "LOG_LEVEL": "INFO",
     })
+    env.update(database or {"SQLITE_PATH": str(data_dir / "db.sqlite3")})
+    env.update(_redis_env(deployment))
     if token:
         env["SERVE_GRAPHS_TOKEN"] = token
     if http:
@@ -77,6 +80,14 @@ def serving_env(*, revision: Revision, home: Path, data_dir: Path, venv_bin: Pat
         env["SERVE_GRAPHS_PORT"] = str(port)
     env.update(_tracing_env(revision))
     return env
+
+
+def _redis_env(deployment) -> dict[str, str]:
+    """The service's Redis, when it has one, wakes a deployment's processes across each other (replicas, and a
+    replaced revision beside its successor); the prefix keeps each deployment's channels and cache keys apart."""
+    if not settings.REDIS_URL:
+        return {}
+    return {"REDIS_URL": settings.REDIS_URL, "REDIS_KEY_PREFIX": f"{settings.REDIS_KEY_PREFIX}d{deployment.id.hex}:"}
 
 
 def _tracing_env(revision: Revision) -> dict[str, str]:

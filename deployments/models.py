@@ -53,6 +53,12 @@ class Deployment(BaseModel):
     tracing_api_key_secret = EncryptedCharField(max_length=255, blank=True, default="")
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
     idempotency_fingerprint = models.CharField(max_length=64, blank=True, default="")
+    # The deployment's own database (deployments/databases.py), shared by all its revisions: empty until the first
+    # revision is about to start. The name is a PostgreSQL database or a SQLite file's path; the password is its
+    # role's.
+    database_name = models.CharField(max_length=1024, blank=True, default="")
+    database_role = models.CharField(max_length=63, blank=True, default="")
+    database_password = EncryptedCharField(max_length=255, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at"]

@@ -19,8 +19,9 @@ from django.db import transaction
 from django.db.models import F
 
 from core.models import Job
+from core.registry import RetryLater
 from core.services import job_enqueue
-from deployments import services, states
+from deployments import databases, services, states
 from deployments.models import Deployment, Revision, RevisionLog
 from deployments.processes import StepStopped
 from deployments.runners import Runner, StepContext, StepFailed
@@ -121,15 +122,40 @@ def _build(revision: Revision, ctx: StepContext, runner: Runner) -> None:
 def _deploy(revision: Revision, ctx: StepContext, runner: Runner) -> None:
     if revision.status == S.AWAITING_DEPLOY:
         _advance(revision, S.DEPLOYING)
+    _database_ensure(revision, ctx)
     runner.start(ctx)
     runner.wait_healthy(ctx)
     previous = services.revision_activate(revision=revision)
     ctx.log("This revision is now the one served at the deployment's URL.")
     if previous is not None:
-        runner.stop(previous)
-        runner.discard(previous)
-        services.log_append(revision=previous, type=RevisionLog.Type.DEPLOY,
-                            lines=[f"Replaced by revision #{revision.number}; stopped."])
+        _retire(previous, replaced_by=revision, runner=runner)
+
+
+def _database_ensure(revision: Revision, ctx: StepContext) -> None:
+    """The deployment's database exists before any of its revisions starts (created by the first one)."""
+    had_one = bool(revision.deployment.database_name)
+    try:
+        database = services.deployment_database_ensure(deployment=revision.deployment)
+    except databases.DatabaseError as exc:
+        raise StepFailed(str(exc)) from None
+    if not had_one:
+        where = "PostgreSQL database" if database.engine == "postgresql" else "SQLite database"
+        ctx.log(f"Created the deployment's {where} {database.name}: every revision serves from it.")
+
+
+def _retire(previous: Revision, *, replaced_by: Revision, runner: Runner) -> None:
+    """Stop a replaced revision once its requests in flight are done (the proxy sends it no new ones).
+
+    Requests still open after DEPLOY_DRAIN_SECONDS (long streams) are cut: their events are in the deployment's
+    database, so a client rejoins on the new revision with Last-Event-ID and misses nothing. Runs it was executing
+    are taken over when their lease expires (chat.services.runs_sweep_dead, in the new revision's processes).
+    """
+    still_open = runner.drain(previous, timeout=settings.DEPLOY_DRAIN_SECONDS)
+    runner.stop(previous)
+    runner.discard(previous)
+    cut = f" ({still_open} request(s) still open were cut)" if still_open else ""
+    services.log_append(revision=previous, type=RevisionLog.Type.DEPLOY,
+                        lines=[f"Replaced by revision #{replaced_by.number}; drained and stopped{cut}."])
 
 
 def _run_step(revision_id: str, job: Job, lease, log_type: str,
@@ -179,6 +205,12 @@ def teardown_step(*, deployment_id: str) -> None:
     for revision in deployment.revisions.all():
         runner.stop(revision)
         runner.discard(revision)
+    try:
+        databases.drop(deployment_id=deployment.id)
+    except databases.DatabaseInUse as exc:
+        # A process of the deployment is still connected (a worker that has not stopped it yet): dropping now would
+        # cut it off mid-write. Come back once it is gone.
+        raise RetryLater(10, str(exc)) from None
     uploads_remove(deployment=deployment)
     services.deployment_purge(deployment=deployment)
 
@@ -219,6 +251,7 @@ def _restart(revision: Revision) -> None:
     ctx = _context(revision, RevisionLog.Type.DEPLOY, lambda: None)
     ctx.log("The active revision is not being served; starting it again.", "WARNING")
     try:
+        _database_ensure(revision, ctx)
         runner.start(ctx)
         runner.wait_healthy(ctx)
     except (StepFailed, StepStopped) as exc:

@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import re
+import secrets as random
 import uuid
 from dataclasses import dataclass
 from functools import cache
@@ -24,7 +25,7 @@ from accounts.models import Workspace
 from accounts.services import api_key_create, api_key_revoke
 from core.exceptions import BadRequest, Conflict
 from core.services import job_enqueue
-from deployments import runners, sources, states, uploads
+from deployments import databases, runners, sources, states, uploads
 from deployments.models import Deployment, Revision, RevisionLog
 from deployments.processes import LineSink
 from deployments.states import RevisionStatus
@@ -305,6 +306,31 @@ def revision_activate(*, revision: Revision) -> Revision | None:
         deployment.status = Deployment.Status.READY
         deployment.save(update_fields=["active_revision", "status", "updated_at"])
     return previous if previous and previous.id != revision.id else None
+
+
+def deployment_database_ensure(*, deployment: Deployment) -> databases.DeploymentDatabase:
+    """Create the deployment's database if it has none yet, record it, and leave AWAITING_DATABASE.
+
+    Called before any revision of the deployment starts; a second call finds the database and changes nothing. When
+    the active revision of an older version of this service served from a SQLite file of its own, that file becomes
+    the deployment's database (on SQLite), so an upgrade loses nothing.
+
+    Raises databases.DatabaseError with the reason (nothing is recorded then, and a retry starts over).
+    """
+    with transaction.atomic():
+        locked = Deployment.objects.select_for_update().get(id=deployment.id)
+        password = locked.database_password or random.token_urlsafe(32)
+        active = locked.active_revision
+        adopt = get_runner().legacy_database(active) if active and not locked.database_name else None
+        database = databases.ensure(deployment_id=locked.id, password=password, adopt=adopt)
+        locked.database_name, locked.database_role = database.name, database.role
+        locked.database_password = database.password
+        if locked.status == Deployment.Status.AWAITING_DATABASE:
+            locked.status = Deployment.Status.READY
+        locked.save(update_fields=["database_name", "database_role", "database_password", "status", "updated_at"])
+    deployment.database_name, deployment.database_role = locked.database_name, locked.database_role
+    deployment.database_password, deployment.status = locked.database_password, locked.status
+    return database
 
 
 class StaleRevision(Exception):

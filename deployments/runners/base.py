@@ -13,6 +13,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from deployments.models import Revision
@@ -91,8 +92,15 @@ class Runner(Protocol):
     def stop(self, revision: Revision) -> None:
         """Stop serving the revision (no error if it is not served)."""
 
+    def drain(self, revision: Revision, *, timeout: float) -> int:
+        """Wait until a revision that no longer gets traffic has finished its requests in flight, or `timeout`
+        passes; return how many are still open."""
+
     def discard(self, revision: Revision) -> None:
         """Remove what the build left behind for a revision that will not be served again."""
+
+    def legacy_database(self, revision: Revision) -> Path | None:
+        """The database file a revision of an older version of this service served from on its own, if any."""
 
     def upstream(self, revision: Revision) -> Upstream | None:
         """Where the active revision is served, or None if it is not."""

@@ -28,7 +28,7 @@ from django.db import connections
 
 from core.exceptions import BadRequest
 from core.processes import pid_alive
-from deployments import build, environment, langgraph_config, sources
+from deployments import build, databases, environment, langgraph_config, sources
 from deployments.models import Deployment, Revision, RevisionLog
 from deployments.processes import LineSink, StepStopped, popen, stop_group
 from deployments.runners.base import RevisionRecords, StepContext, StepFailed, Upstream
@@ -155,9 +155,11 @@ class LocalProcessRunner:
             http = langgraph_config.load(source_root=dirs.src, config_path=relative_config).http
         except langgraph_config.ConfigError as exc:
             raise StepFailed(f"Invalid {revision.langgraph_config_path}: {exc}") from None
+        database = _recorded_database(revision)
         port, token = _free_port(), secrets.token_urlsafe(32)
         env = environment.serving_env(revision=revision, home=dirs.home, data_dir=dirs.data,
-                                      venv_bin=dirs.python.parent, port=port, token=token, http=http)
+                                      venv_bin=dirs.python.parent, port=port, token=token, http=http,
+                                      database=databases.connection_env(database))
         command = [str(dirs.python), str(Path(settings.BASE_DIR) / "manage.py"), "serve_graphs",
                    "--config", str(config_path), "--port", str(port)]
         process = popen(command, env=env, cwd=config_path.parent)
@@ -263,13 +265,47 @@ class LocalProcessRunner:
                 if child:
                     stop_group(child.process)
 
+    def drain(self, revision: Revision, *, timeout: float) -> int:
+        """Wait until the revision's server has no request in flight (open streams included) or `timeout` passes;
+        the requests still open then (the proxy sends it none meanwhile: another revision is active)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            in_flight = self._in_flight(revision)
+            if not in_flight or time.monotonic() >= deadline:
+                return in_flight
+            time.sleep(0.2)
+
+    def _in_flight(self, revision: Revision) -> int:
+        if not revision.serving_port:
+            return 0
+        try:
+            with httpx.Client(trust_env=False, timeout=2) as client:
+                body = client.get(f"http://127.0.0.1:{revision.serving_port}/ok").json()
+            return int(body.get("in_flight", 0)) if body.get("revision_id") == str(revision.id) else 0
+        except (httpx.HTTPError, ValueError, AttributeError, TypeError):
+            return 0
+
     def discard(self, revision: Revision) -> None:
         shutil.rmtree(self.dirs(revision).root, ignore_errors=True)
+
+    def legacy_database(self, revision: Revision) -> Path | None:
+        """The SQLite file an older version of this service gave the revision's own process, if it is still there."""
+        path = self.dirs(revision).data / "db.sqlite3"
+        return path if path.is_file() else None
 
     def upstream(self, revision: Revision) -> Upstream | None:
         if not revision.serving_port or not revision.serving_token:
             return None
         return Upstream(f"http://127.0.0.1:{revision.serving_port}", {"X-Serving-Token": revision.serving_token})
+
+
+def _recorded_database(revision: Revision) -> databases.DeploymentDatabase:
+    deployment = revision.deployment
+    database = databases.recorded(name=deployment.database_name, role=deployment.database_role,
+                                  password=deployment.database_password)
+    if database is None:
+        raise StepFailed("The deployment has no database yet; redeploy it to create one.")
+    return database
 
 
 def _is_revision_process(pid: int, revision_id) -> bool:

@@ -61,9 +61,30 @@ async def _send_json(send, status: int, body: dict) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
+class CountInFlight:
+    """Counts the requests being served (all but /ok): a replaced revision is stopped once none is left
+    (deployments.pipeline `_retire`), so its callers' requests and streams finish where they started."""
+
+    count = 0
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope.get("path") == "/ok":
+            return await self.app(scope, receive, send)
+        CountInFlight.count += 1
+        try:
+            return await self.app(scope, receive, send)
+        finally:
+            CountInFlight.count -= 1
+
+
 async def ok(scope, receive, send) -> None:
-    """GET /ok: the health check, naming the revision so a reused port is never mistaken for it."""
-    await _send_json(send, 200, {"ok": True, "revision_id": os.environ.get("SERVE_GRAPHS_REVISION_ID")})
+    """GET /ok: the health check, naming the revision so a reused port is never mistaken for it, and the number of
+    requests in flight."""
+    await _send_json(send, 200, {"ok": True, "revision_id": os.environ.get("SERVE_GRAPHS_REVISION_ID"),
+                                 "in_flight": CountInFlight.count})
 
 
 class RequireServingToken:
@@ -81,10 +102,10 @@ class RequireServingToken:
 
 builtin_routes = URLRouter([asgi_route(r"^ok/?$", ok), *http_routes(django_app, at_root_too=True),
                             asgi_route(r"", django_app)])
-application = RequireServingToken(
+application = CountInFlight(RequireServingToken(
     # langgraph.json's `http` section: the project's own app, disabled route groups, CORS (custom_routes.py).
     ExecutorStarter(ProtocolTypeRouter({"http": compose(builtin_routes, settings.LANGGRAPH_HTTP)})),
     os.environ.get("SERVE_GRAPHS_TOKEN"),
-)
+))
 # Last: what is loaded by now lives as long as the process, and full collections need not walk it again and again.
 freeze_loaded_objects()

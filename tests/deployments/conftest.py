@@ -12,14 +12,35 @@ from tests.support_processes import ChildProcess, LiveServer
 
 @pytest.fixture
 def deploy_settings(settings, tmp_path):
-    """The local runner on, its files under tmp_path, file:// repos allowed under tmp_path/repos, pip offline."""
+    """The local runner on, its files under tmp_path, file:// repos allowed under tmp_path/repos, pip offline; the
+    deployments' own databases dropped afterwards (on PostgreSQL they outlive the test database otherwise)."""
     settings.DEPLOY_LOCAL_RUNNER_ENABLED = True
     settings.DEPLOY_ROOT = tmp_path / "deploy-root"
     settings.DEPLOY_GIT_ALLOWED_ROOTS = [str(tmp_path / "repos")]
     settings.DEPLOY_PIP_ARGS = "--no-index"
     settings.DEPLOY_HEALTH_TIMEOUT_SECONDS = 60
+    settings.DEPLOY_DRAIN_SECONDS = 5
     (tmp_path / "repos").mkdir(exist_ok=True)
-    return settings
+    yield settings
+    get_runner().stop_strays(set())
+    drop_deployment_databases()
+
+
+def drop_deployment_databases() -> None:
+    """Drop the database of every deployment the test made, cutting off whatever a test left connected."""
+    from django.db import connection
+
+    from deployments import databases
+    from deployments.models import Deployment
+
+    for deployment_id in Deployment.objects.values_list("id", flat=True):
+        if connection.vendor != "postgresql":
+            databases.drop(deployment_id=deployment_id)
+            continue
+        name = databases.database_name(deployment_id)
+        with databases._admin_connection() as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            admin.execute(f'DROP ROLE IF EXISTS "{name}"')
 
 
 @pytest.fixture
@@ -134,3 +155,4 @@ def stack_factory(transactional_db, tmp_path, settings):
     yield start
     for stack in started:
         stack.stop()
+    drop_deployment_databases()

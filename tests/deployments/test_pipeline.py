@@ -58,7 +58,8 @@ def test_a_server_that_exits_at_once_ends_deploy_failed_with_its_output(internal
     assert revision.status == "DEPLOY_FAILED"
     deploy_log = logs(revision.id, "deploy")
     assert "exiting at start as asked" in deploy_log and "exited with code 3" in deploy_log
-    assert Deployment.objects.get(id=revision.deployment_id).status == "AWAITING_DATABASE"
+    # Its database was created before it started: the deployment no longer awaits one.
+    assert Deployment.objects.get(id=revision.deployment_id).status == "READY"
 
 
 def _claimed_job(revision, kind, attempts):

@@ -6,12 +6,15 @@ unknown id picks the first.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import sys
 import threading
 import traceback
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
@@ -22,6 +25,8 @@ from core.worker import Worker
 from deployments.serving.process import configure_project_store, project_graph_specs, project_thread_ttl
 
 log = logging.getLogger("deployments.serve_graphs")
+# pg_advisory_lock's key for migrating a deployment's database (any constant: the database is the deployment's own).
+MIGRATION_LOCK_KEY = 7_246_025
 
 
 class Command(BaseCommand):
@@ -52,11 +57,12 @@ class Command(BaseCommand):
         # Load them all now: a graph that cannot load fails the start (and the deploy), not the first request.
         for name in specs:
             graph_runtime.get_served_graph(name)
-        # This process is the database's only user: a run still marked running died with a previous process
-        # (a crash, a restart by the reconciler). Fail it now, or its thread would refuse new runs.
-        swept = chat_services.runs_sweep_dead(stale_seconds=0)
+        # The deployment's database is shared with its other processes (replicas, the revision this one replaces), so
+        # only the runs whose process is known to be gone (exited on this host, or silent past its lease) are ended
+        # or queued again now: a restart after a crash frees their threads at once.
+        swept = chat_services.runs_sweep_dead(stale_seconds=settings.CHAT_RUN_STALE_SECONDS)
         if swept:
-            self.stdout.write(f"Marked {len(swept)} run(s) of a previous process as failed.")
+            self.stdout.write(f"Marked {len(swept)} run(s) of a stopped process as failed.")
         for name, spec in specs.items():
             self.stdout.write(f"Serving graph {name!r} ({spec})")
         # run.start's assistant_id picks a graph by its name; "_" or an unknown id picks the first.
@@ -92,7 +98,7 @@ def migrate_in_child() -> None:
     would copy their locks held), it migrates in this process.
     """
     if not hasattr(os, "fork") or threading.active_count() > 1:
-        call_command("migrate", interactive=False, verbosity=0)
+        migrate_locked()
         return
     connections.close_all()
     sys.stdout.flush()
@@ -101,7 +107,7 @@ def migrate_in_child() -> None:
     if pid == 0:  # the child: never return into the parent's code
         code = 1
         try:
-            call_command("migrate", interactive=False, verbosity=0)
+            migrate_locked()
             code = 0
         except BaseException:
             traceback.print_exc()
@@ -112,3 +118,34 @@ def migrate_in_child() -> None:
     _, status = os.waitpid(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise CommandError("Migrating the database failed (see the error above).")
+
+
+def migrate_locked() -> None:
+    """Apply the runtime's migrations while holding the database's migration lock.
+
+    Every process of a deployment migrates its one database when it starts: replicas start together, and a new
+    revision starts while the old one serves. The lock makes them take turns (the second finds nothing to do); the
+    migrations themselves only add while a previous revision may still serve (docs/deployments.md).
+    """
+    with _migration_lock():
+        call_command("migrate", interactive=False, verbosity=0)
+
+
+@contextlib.contextmanager
+def _migration_lock():
+    database = connections["default"]
+    if database.vendor == "postgresql":
+        with database.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s)", [MIGRATION_LOCK_KEY])
+        try:
+            yield
+        finally:
+            with database.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [MIGRATION_LOCK_KEY])
+        return
+    with open(f"{database.settings_dict['NAME']}.migrate-lock", "a") as lock_file:
+        fcntl.flock(lock_file, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock_file, fcntl.LOCK_UN)

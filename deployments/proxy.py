@@ -88,22 +88,33 @@ async def deployment_proxy(request, deployment_id: str, subpath: str | None = No
         return error_response(422, exc.errors)
     except (ServiceError, APIException) as exc:
         return error_response(exc.status_code, str(exc.detail))
+    client = httpx.AsyncClient(timeout=_TIMEOUT, trust_env=False)
+    try:
+        try:
+            response = await _send(client, request, upstream, deployment_id, subpath)
+        except httpx.ConnectError:
+            # Nothing was sent: the revision may have been replaced and stopped between the lookup and the connect
+            # (a redeploy). The deployment's active revision now is another process: try it once.
+            retry = await sync_to_async(_resolve)(request, deployment_id)
+            if retry == upstream:
+                raise
+            response = await _send(client, request, retry, deployment_id, subpath)
+    except (httpx.HTTPError, _Reject, ServiceError) as exc:
+        await client.aclose()
+        log.warning("proxy to deployment %s failed: %s", deployment_id, exc)
+        return error_response(502, "The deployment's server did not answer.")
+    return _stream(response, client)
+
+
+async def _send(client: httpx.AsyncClient, request, upstream, deployment_id: str, subpath: str | None):
     headers = {k: v for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST}
     headers.update(upstream.headers)
     if _is_unauthenticated_preflight(request):
         headers["X-Serving-Preflight"] = "1"
     headers["X-Forwarded-Prefix"] = f"/deployments/{deployment_id}"
-    url = upstream.base_url + (subpath or "/")
-    client = httpx.AsyncClient(timeout=_TIMEOUT, trust_env=False)
-    try:
-        upstream_request = client.build_request(request.method, url, params=request.GET, headers=headers,
-                                                content=request.body)
-        response = await client.send(upstream_request, stream=True)
-    except httpx.HTTPError as exc:
-        await client.aclose()
-        log.warning("proxy to %s failed: %s", url, exc)
-        return error_response(502, "The deployment's server did not answer.")
-    return _stream(response, client)
+    upstream_request = client.build_request(request.method, upstream.base_url + (subpath or "/"),
+                                            params=request.GET, headers=headers, content=request.body)
+    return await client.send(upstream_request, stream=True)
 
 
 def _stream(response: httpx.Response, client: httpx.AsyncClient) -> StreamingHttpResponse:

@@ -35,6 +35,9 @@ from deployments.runners.base import RevisionRecords, StepContext, StepFailed, U
 
 log = logging.getLogger("deployments.runner")
 
+# A request the proxy sent on its way just before the switch may not have reached the old process yet: a replaced
+# revision is stopped no sooner than this after the switch, even when it counts no request in flight.
+DRAIN_SETTLE_SECONDS = 2.0
 IMAGE_SOURCES = (Deployment.Source.EXTERNAL_DOCKER, Deployment.Source.INTERNAL_DOCKER)
 SUPPORTED_SOURCES = (Deployment.Source.INTERNAL_SOURCE, Deployment.Source.GITHUB)
 
@@ -268,10 +271,12 @@ class LocalProcessRunner:
     def drain(self, revision: Revision, *, timeout: float) -> int:
         """Wait until the revision's server has no request in flight (open streams included) or `timeout` passes;
         the requests still open then (the proxy sends it none meanwhile: another revision is active)."""
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         while True:
             in_flight = self._in_flight(revision)
-            if not in_flight or time.monotonic() >= deadline:
+            settled = time.monotonic() - started >= DRAIN_SETTLE_SECONDS
+            if (not in_flight and settled) or time.monotonic() >= deadline:
                 return in_flight
             time.sleep(0.2)
 

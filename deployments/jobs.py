@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from core.registry import job_handler, periodic
-from deployments import pipeline
+from deployments import pipeline, services
 
 
 @job_handler("deployments.build", queue="deployments")
@@ -22,8 +22,9 @@ def deploy(job, lease) -> None:
 
 @job_handler("deployments.teardown", queue="deployments")
 def teardown(job, lease) -> None:
-    """Stop and remove a deleted deployment."""
-    pipeline.teardown_step(deployment_id=job.payload["deployment_id"])
+    """Stop and remove a deleted deployment (and its tracing project when the DELETE asked for it)."""
+    services.deployment_teardown(deployment_id=job.payload["deployment_id"],
+                                 delete_tracing_project=job.payload.get("delete_tracing_project", False))
 
 
 @periodic("deployments.reconcile", every_seconds=settings.DEPLOY_RECONCILE_SECONDS)

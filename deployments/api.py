@@ -208,7 +208,8 @@ class DeploymentBulkDeleteApi(APIView):
                 ref_name = "DeploymentsDeleteError"
 
         deleted = serializers.ListField(child=serializers.UUIDField())
-        errors = ErrorSerializer(many=True)
+        # DRF's metaclass takes declared fields off the class (the stubs see a clash with Serializer.errors).
+        errors = ErrorSerializer(many=True)  # type: ignore[assignment]
 
         class Meta:
             ref_name = "DeploymentsDeleteOutput"

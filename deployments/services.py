@@ -402,10 +402,10 @@ def _deployment_delete_forced(deployment: Deployment, delete_tracing_project: bo
     if deployment.status != Deployment.Status.AWAITING_DELETE:
         raise BadRequest(f"Deployment ID {deployment.id} is not being deleted: force only applies to a deployment "
                          "already deleted (status AWAITING_DELETE). Delete it without force first.")
-    # The DELETE that started the deletion may have asked for the tracing project to go: its job would find
-    # nothing left to do after this teardown.
-    requested = selectors.teardown_deletes_tracing_project(deployment_id=deployment.id)
-    deployment_teardown(deployment_id=deployment.id, delete_tracing_project=delete_tracing_project or requested)
+    # The DELETE that started the deletion may have asked for the tracing project to go: its queued job will
+    # find nothing left to do after this teardown, so this one honours that request too.
+    wanted = delete_tracing_project or selectors.teardown_deletes_tracing_project(deployment_id=deployment.id)
+    deployment_teardown(deployment_id=deployment.id, delete_tracing_project=wanted)
 
 
 def deployment_teardown(*, deployment_id: uuid.UUID | str, delete_tracing_project: bool = False) -> None:

@@ -117,8 +117,7 @@ def test_force_with_delete_tracing_project_deletes_the_project_the_first_delete_
 
 
 @pytest.mark.django_db(transaction=True)
-def test_force_stops_a_served_revision_and_removes_its_files(api_client, internal_deployment, run_jobs,
-                                                             deploy_settings):
+def test_force_stops_a_served_revision_and_removes_its_files(api_client, internal_deployment, run_jobs):
     deployment = internal_deployment()
     run_jobs()
     revision = Revision.objects.get(id=deployment["latest_revision_id"])

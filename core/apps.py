@@ -27,8 +27,8 @@ def _text_fields_take_only_text() -> None:
 
 
 def _boolean_fields_take_only_booleans() -> None:
-    """DRF's BooleanField also takes 0, 1, "yes", "off"...; the schema says boolean. No query parameter is
-    a BooleanField, so only JSON bodies reach it, where true and false are the booleans."""
+    """DRF's BooleanField also takes 0, 1, "yes", "off"...; the schema says boolean. In a JSON body true and
+    false are the booleans; a query parameter is text, read first by core.serializers.QueryBooleanField."""
     from rest_framework import serializers
 
     _refuse_other_types(serializers.BooleanField, bool, "Input should be a valid boolean", "bool_type")

@@ -26,6 +26,24 @@ def validated_query(serializer_class, params) -> dict:
     return serializer.validated_data
 
 
+# The words a query parameter may spell a boolean with: pydantic's, which FastAPI (LangSmith's server) applies.
+_QUERY_TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
+_QUERY_FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
+
+
+class QueryBooleanField(serializers.BooleanField):
+    """A boolean query parameter (`?force=true`): text read as FastAPI reads it, case-insensitively."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):  # DRF's own value for a parameter not given (`default_empty_html`)
+            return super().to_internal_value(data)
+        word = data.strip().lower() if isinstance(data, str) else data
+        if word in _QUERY_TRUE or word in _QUERY_FALSE:
+            return super().to_internal_value(word in _QUERY_TRUE)
+        raise serializers.ValidationError("Input should be a valid boolean, unable to interpret input",
+                                          code="bool_parsing")
+
+
 # What a copy must not share with its prototype: the containers code may change in place on one serializer's field.
 _MUTABLE = (list, dict, set)
 

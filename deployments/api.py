@@ -12,8 +12,9 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.exceptions import NotFound
 from core.pagination import limit_field, offset_field
-from core.serializers import validated, validated_query
+from core.serializers import QueryBooleanField, validated, validated_query
 from deployments import selectors, services
 from deployments.models import Deployment, Revision
 from deployments.serializers import (
@@ -25,6 +26,7 @@ from deployments.serializers import (
     SourceConfigInputSerializer,
     SourceRevisionConfigInputSerializer,
     UuidListField,
+    UuidQueryListField,
     parse_path_uuid,
     secrets_input,
 )
@@ -32,6 +34,7 @@ from deployments.states import RevisionStatus
 
 READ, MANAGE = "deployments:read", "deployments:manage"
 NOT_FOUND = {404: None, 422: None}
+NOT_A_REVISION_FIELD = "Not taken here: anything but null is a 400. PATCH the deployment to change it."
 
 
 def _plain(data) -> dict:
@@ -172,10 +175,56 @@ class DeploymentDeleteApi(APIView):
     required_permission = MANAGE
     throttle_scope = "deployment-write"
 
-    @extend_schema(responses={204: None, **NOT_FOUND}, operation_id="delete_deployment")
+    class FilterSerializer(serializers.Serializer):
+        delete_tracing_project = QueryBooleanField(
+            default=False, help_text="Also delete the deployment's tracing project and its runs.")
+        force = QueryBooleanField(
+            default=False, help_text="Tear down at once a deployment already deleted (status AWAITING_DELETE); on "
+            "any other deployment, 400.")
+
+    @extend_schema(parameters=[FilterSerializer], responses={204: None, 400: None, **NOT_FOUND},
+                   operation_id="delete_deployment")
     def delete(self, request, deployment_id):
-        services.deployment_delete(deployment=deployment_from_path(request, deployment_id))
+        deployment = deployment_from_path(request, deployment_id)
+        options = validated_query(self.FilterSerializer, request.query_params)
+        services.deployment_delete(deployment=deployment, delete_tracing_project=options["delete_tracing_project"],
+                                   force=options["force"])
         return Response(status=204)
+
+
+class DeploymentBulkDeleteApi(APIView):
+    required_permission = MANAGE
+    throttle_scope = "deployment-write"
+
+    class FilterSerializer(serializers.Serializer):
+        deployment_ids = UuidQueryListField(max_length=100)
+
+    class OutputSerializer(serializers.Serializer):
+        class ErrorSerializer(serializers.Serializer):
+            deployment_id = serializers.UUIDField()
+            detail = serializers.CharField()
+
+            class Meta:
+                ref_name = "DeploymentsDeleteError"
+
+        deleted = serializers.ListField(child=serializers.UUIDField())
+        # DRF's metaclass takes declared fields off the class (the stubs see a clash with Serializer.errors).
+        errors = ErrorSerializer(many=True)  # type: ignore[assignment]
+
+        class Meta:
+            ref_name = "DeploymentsDeleteOutput"
+
+    @extend_schema(parameters=[FilterSerializer], responses={200: OutputSerializer, 207: OutputSerializer, 404: None,
+                                                             422: None},
+                   operation_id="delete_deployments")
+    def delete(self, request):
+        ids = validated_query(self.FilterSerializer, request.query_params)["deployment_ids"]
+        result = services.deployment_delete_many(workspace=request.user.workspace, deployment_ids=ids)
+        if not result.deleted:
+            raise NotFound(result.errors[0]["detail"] if len(result.errors) == 1 else
+                           f"Deployment IDs {', '.join(str(e['deployment_id']) for e in result.errors)} not found.")
+        body = self.OutputSerializer(result).data
+        return Response(body, status=207 if result.errors else 200)
 
 
 class RevisionListApi(APIView):
@@ -207,6 +256,33 @@ class RevisionListApi(APIView):
         revisions = selectors.revision_list(deployment=deployment, statuses=filters.get("status"))
         page = _page(revisions, offset=filters["offset"], limit=filters["limit"])
         return Response(self.OutputSerializer(page).data)
+
+
+class RevisionCreateApi(APIView):
+    required_permission = MANAGE
+    throttle_scope = "deployment-write"
+
+    class InputSerializer(serializers.Serializer):
+        source_revision_config = SourceRevisionConfigInputSerializer(required=False, allow_null=True)
+        revision_source = serializers.ChoiceField(Deployment.Source.choices, required=False, allow_null=True)
+        tracked_packages = serializers.ListField(child=serializers.CharField(max_length=255), required=False,
+                                                 allow_null=True, max_length=100)
+        # What a PATCH changes besides the source: refused here rather than ignored (services.revision_create).
+        secrets = serializers.JSONField(required=False, allow_null=True, help_text=NOT_A_REVISION_FIELD)
+        source_config = serializers.JSONField(required=False, allow_null=True, help_text=NOT_A_REVISION_FIELD)
+
+        class Meta:
+            ref_name = "RevisionCreateInput"
+
+    OutputSerializer = RevisionOutputSerializer
+
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer, 400: None, 409: None, **NOT_FOUND},
+                   operation_id="create_revision")
+    def post(self, request, deployment_id):
+        deployment = deployment_from_path(request, deployment_id)
+        data = _plain(validated(self.InputSerializer, request.data))
+        revision = services.revision_create(deployment=deployment, data=data)
+        return Response(self.OutputSerializer(revision).data, status=201)
 
 
 class RevisionDetailApi(APIView):

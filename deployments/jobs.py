@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from core.registry import job_handler, periodic
-from deployments import pipeline
+from core.registry import RetryLater, job_handler, periodic
+from deployments import pipeline, services
+from deployments.databases import DatabaseInUse
 
 
 @job_handler("deployments.build", queue="deployments")
@@ -22,8 +23,13 @@ def deploy(job, lease) -> None:
 
 @job_handler("deployments.teardown", queue="deployments")
 def teardown(job, lease) -> None:
-    """Stop and remove a deleted deployment."""
-    pipeline.teardown_step(deployment_id=job.payload["deployment_id"])
+    """Stop and remove a deleted deployment (and its tracing project when the DELETE asked for it)."""
+    try:
+        services.deployment_teardown(deployment_id=job.payload["deployment_id"],
+                                     delete_tracing_project=job.payload.get("delete_tracing_project", False))
+    except DatabaseInUse as exc:
+        # A process of the deployment is still connected: come back once it is gone rather than cut it off.
+        raise RetryLater(10, str(exc)) from None
 
 
 @periodic("deployments.reconcile", every_seconds=settings.DEPLOY_RECONCILE_SECONDS)

@@ -1,4 +1,5 @@
-"""The revision pipeline, run by workers: build, deploy, teardown, and the reconciler.
+"""The revision pipeline, run by workers: build, deploy, and the reconciler (the teardown is
+`services.deployment_teardown`, which a forced DELETE runs too).
 
 Each step is one job. A step checks between (and during) its stages whether it must stop: the
 revision was interrupted or superseded, or the worker lost its lease to another worker. A job
@@ -19,7 +20,6 @@ from django.db import transaction
 from django.db.models import F
 
 from core.models import Job
-from core.registry import RetryLater
 from core.services import job_enqueue
 from deployments import databases, services, states
 from deployments.models import Deployment, Revision, RevisionLog
@@ -27,7 +27,6 @@ from deployments.processes import StepStopped
 from deployments.runners import Runner, StepContext, StepFailed
 from deployments.services import get_runner
 from deployments.states import RevisionStatus as S
-from deployments.uploads import uploads_remove
 
 log = logging.getLogger("deployments.pipeline")
 # The failure a revision whose pipeline job ended without finishing it gets, by the status it was left in.
@@ -194,25 +193,6 @@ def _stopped(ctx: StepContext, lease, exc: Exception) -> None:
     if lease is None or not lease.lost:
         get_runner().stop(ctx.revision)
         get_runner().discard(ctx.revision)
-
-
-def teardown_step(*, deployment_id: str) -> None:
-    """Stop every process of a deleted deployment and remove its files and rows."""
-    deployment = Deployment.objects.filter(id=deployment_id, status=Deployment.Status.AWAITING_DELETE).first()
-    if deployment is None:
-        return
-    runner = get_runner()
-    for revision in deployment.revisions.all():
-        runner.stop(revision)
-        runner.discard(revision)
-    try:
-        databases.drop(deployment_id=deployment.id)
-    except databases.DatabaseInUse as exc:
-        # A process of the deployment is still connected (a worker that has not stopped it yet): dropping now would
-        # cut it off mid-write. Come back once it is gone.
-        raise RetryLater(10, str(exc)) from None
-    uploads_remove(deployment=deployment)
-    services.deployment_purge(deployment=deployment)
 
 
 def reconcile() -> None:

@@ -11,6 +11,7 @@ from django.db.models import F, QuerySet
 
 from accounts.models import Workspace
 from core.exceptions import NotFound
+from core.models import Job
 from deployments import states
 from deployments.models import Deployment, Revision, RevisionLog
 
@@ -125,3 +126,9 @@ def proxy_target(*, workspace: Workspace | None, deployment_id: uuid.UUID) -> Pr
     if deployment is None:
         raise deployment_not_found(deployment_id)
     return ProxyTarget(deployment, deployment.active_revision)
+
+
+def teardown_deletes_tracing_project(*, deployment_id: uuid.UUID) -> bool:
+    """Whether the DELETE that queued this deployment's teardown asked for its tracing project to go too."""
+    return Job.objects.filter(kind="deployments.teardown", payload__deployment_id=str(deployment_id),
+                              payload__delete_tracing_project=True).exists()

@@ -19,7 +19,7 @@ from rest_framework import serializers
 
 from core.exceptions import RequestValidationError
 from core.pagination import limit_field
-from deployments import services
+from deployments import services, states
 from deployments.models import Deployment, RevisionLog
 from deployments.states import RevisionStatus
 
@@ -126,6 +126,28 @@ class UuidListField(serializers.CharField):
     pass
 
 
+class QueryUuidField(serializers.UUIDField):
+    """A UUID in a query parameter, refused as FastAPI refuses one (`uuid_parsing`), like a UUID in a path."""
+
+    def to_internal_value(self, data):
+        try:
+            return uuid.UUID(data)
+        except (TypeError, ValueError):
+            raise serializers.ValidationError("Input should be a valid UUID", code="uuid_parsing") from None
+
+
+class UuidQueryListField(serializers.ListField):
+    """UUIDs from a query parameter, repeated (`?ids=a&ids=b`, the spec's array) or comma-separated (`?ids=a,b`)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(child=QueryUuidField(), allow_empty=False, **kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, list) and all(isinstance(value, str) for value in data):
+            data = [part.strip() for value in data for part in value.split(",") if part.strip()]
+        return super().to_internal_value(data)
+
+
 @extend_schema_field({"type": "string", "pattern": comma_list_pattern("|".join(RevisionStatus.values))})
 class RevisionStatusListField(serializers.CharField):
     pass
@@ -220,6 +242,10 @@ class DeploymentOutputSerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
 
+# The statuses whose reason a revision's JSON carries (`status_message`).
+EXPLAINED_STATUSES = states.FAILED | {RevisionStatus.INTERRUPTED, RevisionStatus.SKIPPED}
+
+
 class RevisionOutputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     created_at = serializers.DateTimeField()
@@ -228,6 +254,13 @@ class RevisionOutputSerializer(serializers.Serializer):
     # DRF's metaclass takes declared fields off the class (the stubs see a clash with Field.source).
     source = serializers.CharField()  # type: ignore[assignment]
     source_revision_config = SourceRevisionConfigOutputSerializer(source="*")
+    status_message = serializers.SerializerMethodField(
+        help_text="Why the revision ended as it did: the error line of a *_FAILED revision, or what interrupted or "
+        "skipped it. Null in any other status.")
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_status_message(self, revision) -> str | None:
+        return (revision.status_message or None) if revision.status in EXPLAINED_STATUSES else None
 
 
 class EpochMillisecondsField(serializers.IntegerField):

@@ -23,13 +23,13 @@ from django.utils import timezone
 
 from accounts.models import Workspace
 from accounts.services import api_key_create, api_key_revoke
-from core.exceptions import BadRequest, Conflict
+from core.exceptions import BadRequest, Conflict, NotFound
 from core.services import job_enqueue
-from deployments import databases, runners, sources, states, uploads
+from deployments import databases, runners, selectors, sources, states, uploads
 from deployments.models import Deployment, Revision, RevisionLog
 from deployments.processes import LineSink
 from deployments.states import RevisionStatus
-from tracing.services import project_get_or_create
+from tracing.services import project_delete, project_get_or_create
 
 log = logging.getLogger("deployments.services")
 
@@ -198,11 +198,10 @@ def _revision_create(deployment: Deployment, config: dict, *, resource_spec: dic
 
 def deployment_update(*, deployment: Deployment, data: dict) -> Deployment:
     """Apply a PATCH; any non-null revision field, resource_spec or non-empty secrets make a new revision."""
-    if deployment.status == Deployment.Status.AWAITING_DELETE:
-        raise Conflict(f"Deployment ID {deployment.id} is being deleted.")
+    _require_not_deleting(deployment)
     _check_immutable(deployment, data)
     source_config = data.get("source_config") or {}
-    revision_changes = {k: v for k, v in (data.get("source_revision_config") or {}).items() if v is not None}
+    revision_changes = _non_null(data.get("source_revision_config"))
     secrets = data.get("secrets") or None
     resource_spec = source_config.get("resource_spec")
     needs_revision = bool(revision_changes) or resource_spec is not None or secrets is not None
@@ -215,15 +214,49 @@ def deployment_update(*, deployment: Deployment, data: dict) -> Deployment:
             _secrets_set(deployment, _secrets_clean(secrets))
         deployment.save()
         if needs_revision:
-            get_runner().require(deployment.source)
-            config = _revision_config(deployment.source, _latest_config(deployment), revision_changes)
-            if not _source_complete(deployment, config):
-                raise BadRequest("source_tarball_path is required: upload the source with "
-                                 f"POST /v2/deployments/{deployment.id}/upload-url first.")
-            _revision_create(deployment, config, resource_spec=resource_spec,
-                             tracked_packages=data.get("tracked_packages"))
+            _revision_next(deployment, revision_changes, resource_spec=resource_spec,
+                           tracked_packages=data.get("tracked_packages"))
     deployment.refresh_from_db()
     return deployment
+
+
+def revision_create(*, deployment: Deployment, data: dict) -> Revision:
+    """Make a new revision, always: the latest revision's source with the non-null `source_revision_config` fields.
+
+    The revision a PATCH with only `source_revision_config` would make, even when nothing changed. Secrets and
+    source_config are the deployment's: a PATCH changes them (and makes a revision), so they are refused here.
+    """
+    for field in ("secrets", "source_config"):
+        if data.get(field) is not None:
+            raise BadRequest(f"{field} cannot be set on a revision: PATCH /v2/deployments/{deployment.id} changes "
+                             "it and makes a revision.")
+    _require_not_deleting(deployment)
+    _check_immutable(deployment, data)
+    with transaction.atomic():
+        deployment = Deployment.objects.select_for_update().get(id=deployment.id)
+        return _revision_next(deployment, _non_null(data.get("source_revision_config")),
+                              tracked_packages=data.get("tracked_packages"))
+
+
+def _revision_next(deployment: Deployment, changes: dict, *, resource_spec: dict | None = None,
+                   tracked_packages: list | None = None) -> Revision:
+    """The revision a PATCH or a POST …/revisions makes: the latest config with `changes`, checked (in the caller's
+    transaction, the deployment locked)."""
+    get_runner().require(deployment.source)
+    config = _revision_config(deployment.source, _latest_config(deployment), changes)
+    if not _source_complete(deployment, config):
+        raise BadRequest("source_tarball_path is required: upload the source with "
+                         f"POST /v2/deployments/{deployment.id}/upload-url first.")
+    return _revision_create(deployment, config, resource_spec=resource_spec, tracked_packages=tracked_packages)
+
+
+def _non_null(values: dict | None) -> dict:
+    return {k: v for k, v in (values or {}).items() if v is not None}
+
+
+def _require_not_deleting(deployment: Deployment) -> None:
+    if deployment.status == Deployment.Status.AWAITING_DELETE:
+        raise Conflict(f"Deployment ID {deployment.id} is being deleted.")
 
 
 def _check_immutable(deployment: Deployment, data: dict) -> None:
@@ -250,8 +283,7 @@ def _latest_config(deployment: Deployment) -> dict:
 
 def revision_redeploy(*, deployment: Deployment, revision: Revision) -> Deployment:
     """Build and deploy `revision`'s source again, as a new revision with the deployment's current secrets."""
-    if deployment.status == Deployment.Status.AWAITING_DELETE:
-        raise Conflict(f"Deployment ID {deployment.id} is being deleted.")
+    _require_not_deleting(deployment)
     get_runner().require(deployment.source)
     config = {field: getattr(revision, field) for field in REVISION_FIELDS}
     with transaction.atomic():
@@ -350,8 +382,16 @@ def revision_commit_set(*, revision: Revision, sha: str) -> None:
     revision.repo_commit_sha = sha or None
 
 
-def deployment_delete(*, deployment: Deployment) -> None:
-    """Stop serving at once (the proxy answers 404), then let a worker stop processes and remove everything."""
+def deployment_delete(*, deployment: Deployment, delete_tracing_project: bool = False,
+                      force: bool = False) -> None:
+    """Stop serving at once (the proxy answers 404), then let a worker stop processes and remove everything.
+
+    `delete_tracing_project` has the teardown delete the deployment's tracing project and its runs too. `force`
+    runs the teardown at once, in this process, on a deployment already being deleted (and only on one).
+    """
+    if force:
+        _deployment_delete_forced(deployment, delete_tracing_project)
+        return
     with transaction.atomic():
         deployment = Deployment.objects.select_for_update().get(id=deployment.id)
         if deployment.status == Deployment.Status.AWAITING_DELETE:
@@ -360,12 +400,73 @@ def deployment_delete(*, deployment: Deployment) -> None:
         deployment.save(update_fields=["status", "updated_at"])
         for revision in deployment.revisions.exclude(status__in=states.TERMINAL):
             revision_transition(revision=revision, to=RevisionStatus.SKIPPED, message="The deployment is deleted.")
-        job_enqueue(kind="deployments.teardown", payload={"deployment_id": str(deployment.id)})
+        job_enqueue(kind="deployments.teardown", payload={"deployment_id": str(deployment.id),
+                                                          "delete_tracing_project": delete_tracing_project})
+
+
+@dataclass
+class BulkDeleteResult:
+    deleted: list[uuid.UUID]
+    errors: list[dict]  # {"deployment_id", "detail"}
+
+
+def deployment_delete_many(*, workspace: Workspace, deployment_ids: list[uuid.UUID]) -> BulkDeleteResult:
+    """Delete each deployment of `workspace` named (once each, in order); the ones not found are reported."""
+    result = BulkDeleteResult(deleted=[], errors=[])
+    for deployment_id in dict.fromkeys(deployment_ids):
+        try:
+            deployment = selectors.deployment_get(workspace=workspace, deployment_id=deployment_id)
+        except NotFound as exc:
+            result.errors.append({"deployment_id": deployment_id, "detail": exc.detail})
+            continue
+        deployment_delete(deployment=deployment)
+        result.deleted.append(deployment_id)
+    return result
+
+
+def _deployment_delete_forced(deployment: Deployment, delete_tracing_project: bool) -> None:
+    if deployment.status != Deployment.Status.AWAITING_DELETE:
+        raise BadRequest(f"Deployment ID {deployment.id} is not being deleted: force only applies to a deployment "
+                         "already deleted (status AWAITING_DELETE). Delete it without force first.")
+    # The DELETE that started the deletion may have asked for the tracing project to go: its queued job will
+    # find nothing left to do after this teardown, so this one honours that request too.
+    wanted = delete_tracing_project or selectors.teardown_deletes_tracing_project(deployment_id=deployment.id)
+    try:
+        deployment_teardown(deployment_id=deployment.id, delete_tracing_project=wanted)
+    except databases.DatabaseError as exc:
+        raise Conflict(f"Deployment ID {deployment.id} cannot be removed now: {exc}. Try again shortly.") from None
+
+
+def deployment_teardown(*, deployment_id: uuid.UUID | str, delete_tracing_project: bool = False) -> None:
+    """Stop every process of a deleted deployment and remove its files and rows (and its tracing project if asked).
+
+    The one teardown: the worker's job runs it, and so does a forced DELETE. Running it twice is harmless.
+
+    Raises databases.DatabaseInUse while a process still uses the deployment's database (a worker that has not
+    stopped it yet): dropping it then would cut that process off mid-write, so nothing more is removed and the caller
+    comes back later.
+    """
+    deployment = Deployment.objects.filter(id=deployment_id, status=Deployment.Status.AWAITING_DELETE).first()
+    if deployment is None:
+        return
+    runner = get_runner()
+    for revision in deployment.revisions.all():
+        runner.stop(revision)
+        runner.discard(revision)
+    databases.drop(deployment_id=deployment.id)
+    uploads.uploads_remove(deployment=deployment)
+    deployment_purge(deployment=deployment)
+    # After the processes stopped and the tracing key was revoked: no trace can bring the project back.
+    if delete_tracing_project and deployment.tracing_project_id:
+        project_delete(workspace=deployment.workspace, project_id=deployment.tracing_project_id)
 
 
 def deployment_purge(*, deployment: Deployment) -> None:
     """Remove a deleted deployment's rows and revoke its tracing key (the tracing project stays)."""
     with transaction.atomic():
+        # Locked first: a forced DELETE and the worker's teardown may purge the same deployment at once.
+        if not Deployment.objects.select_for_update().filter(id=deployment.id).exists():
+            return
         if deployment.tracing_api_key:
             api_key_revoke(api_key=deployment.tracing_api_key)
         Deployment.objects.filter(id=deployment.id).update(latest_revision=None, active_revision=None)

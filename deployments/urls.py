@@ -22,12 +22,13 @@ D = "v2/deployments/<uuidtext:deployment_id>"
 R = f"{D}/revisions/<uuidtext:revision_id>"
 
 urlpatterns = [
-    path("v2/deployments", method_routes(get=api.DeploymentListApi, post=api.DeploymentCreateApi), name="list"),
+    path("v2/deployments", method_routes(get=api.DeploymentListApi, post=api.DeploymentCreateApi,
+                                         delete=api.DeploymentBulkDeleteApi), name="list"),
     re_path(r"^v2/deployments/uploads/(?P<object_path>.+)$", api_uploads.UploadPutApi.as_view(), name="upload"),
     path(D, method_routes(get=api.DeploymentDetailApi, patch=api.DeploymentUpdateApi,
                           delete=api.DeploymentDeleteApi), name="detail"),
     path(f"{D}/upload-url", api_uploads.UploadUrlCreateApi.as_view(), name="upload-url"),
-    path(f"{D}/revisions", api.RevisionListApi.as_view(), name="revisions"),
+    path(f"{D}/revisions", method_routes(get=api.RevisionListApi, post=api.RevisionCreateApi), name="revisions"),
     path(R, api.RevisionDetailApi.as_view(), name="revision"),
     path(f"{R}/redeploy", api.RevisionRedeployApi.as_view(), name="redeploy"),
     path(f"{R}/interrupt", api.RevisionInterruptApi.as_view(), name="interrupt"),

@@ -68,6 +68,30 @@ def test_creating_a_workspace_is_201_and_a_deployment_patch_may_be_409(schema):
     assert "409" in schema["paths"]["/v2/deployments/{deployment_id}"]["patch"]["responses"]
 
 
+def test_the_ci_operations_of_the_control_plane_are_declared_with_their_status_codes(schema):
+    create = schema["paths"]["/v2/deployments/{deployment_id}/revisions"]["post"]
+    assert {"201", "400", "404", "409", "422"} <= set(create["responses"]) and "200" not in create["responses"]
+    assert create["responses"]["201"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/RevisionOutput"}
+    bulk = schema["paths"]["/v2/deployments"]["delete"]
+    assert {"200", "207", "404", "422"} <= set(bulk["responses"])
+    [ids] = [p for p in bulk["parameters"] if p["name"] == "deployment_ids"]
+    assert ids["in"] == "query" and ids["required"] is True
+    assert ids["schema"] == {"type": "array", "items": {"type": "string", "format": "uuid"}, "minItems": 1,
+                             "maxItems": 100}
+    delete = schema["paths"]["/v2/deployments/{deployment_id}"]["delete"]
+    options = {p["name"]: p for p in delete["parameters"] if p["in"] == "query"}
+    assert {name: p["schema"] for name, p in options.items()} == {
+        "delete_tracing_project": {"type": "boolean", "default": False}, "force": {"type": "boolean", "default": False}}
+    assert {"204", "400", "404"} <= set(delete["responses"])
+
+
+def test_a_revision_says_why_it_failed(schema):
+    revision = schema["components"]["schemas"]["RevisionOutput"]
+    assert revision["properties"]["status_message"]["type"] == "string"
+    assert revision["properties"]["status_message"]["nullable"] is True and "status_message" in revision["required"]
+
+
 def test_ids_in_paths_are_uuids(schema):
     for path in ["/v2/deployments/{deployment_id}/revisions/{revision_id}", "/api/v1/sessions/{session_id}",
                  "/v1/projects/{project_id}/deploy_logs", "/api/v1/bulk-exports/{bulk_export_id}"]:

@@ -77,6 +77,8 @@ SEMANTIC_REFUSALS = [
     "POST /api/v1/bulk-exports/destinations", "PATCH /api/v1/bulk-exports/destinations/{destination_id}",
     "POST /v2/auth/providers", "PATCH /v2/auth/providers/{provider_id}",
     "POST /v2/deployments", "PATCH /v2/deployments/{deployment_id}",
+    # A revision needs a source the runner can take; force needs a deployment already deleted.
+    "POST /v2/deployments/{deployment_id}/revisions", "DELETE /v2/deployments/{deployment_id}",
     # Only a revision in progress can be interrupted; an upload must be a readable tar archive.
     "POST /v2/deployments/{deployment_id}/revisions/{revision_id}/interrupt",
     "PUT /v2/deployments/uploads/{object_path}",

@@ -20,6 +20,7 @@ from types import SimpleNamespace
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import Workspace
@@ -258,18 +259,38 @@ def runs_prune(*, older_than: datetime, batch_size: int = 1000, pause_seconds: f
     """
     deleted = 0
     for project_id in TracingProject.objects.order_by("id").values_list("id", flat=True):
-        while True:
-            with transaction.atomic():
-                ids = list(Run.objects.filter(session_id=project_id, start_time__lt=older_than)
-                           .order_by("start_time", "id").values_list("id", flat=True)[:batch_size])
-                if ids:
-                    Run.objects.filter(id__in=ids).delete()
-            deleted += len(ids)
-            if len(ids) < batch_size:
-                break
-            if pause_seconds:
-                time.sleep(pause_seconds)
+        runs = Run.objects.filter(session_id=project_id, start_time__lt=older_than)
+        deleted += _runs_delete(runs, batch_size=batch_size, pause_seconds=pause_seconds)
     return deleted
+
+
+def _runs_delete(runs: QuerySet[Run], *, batch_size: int, pause_seconds: float = 0.0) -> int:
+    """Delete one project's `runs` a batch of primary keys per short transaction, in the index's order."""
+    deleted = 0
+    while True:
+        with transaction.atomic():
+            ids = list(runs.order_by("start_time", "id").values_list("id", flat=True)[:batch_size])
+            if ids:
+                Run.objects.filter(id__in=ids).delete()
+        deleted += len(ids)
+        if len(ids) < batch_size:
+            return deleted
+        if pause_seconds:
+            time.sleep(pause_seconds)
+
+
+def project_delete(*, workspace: Workspace, project_id: uuid.UUID, batch_size: int = 1000) -> bool:
+    """Delete a project and its runs (and its bulk exports); False when the workspace has no such project.
+
+    The runs go in batches first, as retention deletes them, so a large project holds no long lock.
+    """
+    project = TracingProject.objects.filter(workspace=workspace, id=project_id).first()
+    if project is None:
+        return False
+    _runs_delete(Run.objects.filter(session=project), batch_size=batch_size)
+    # Runs that arrived meanwhile go with the project (the foreign key cascades).
+    project.delete()
+    return True
 
 
 def runs_prune_expired(*, batch_size: int = 1000) -> int:

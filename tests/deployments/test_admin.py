@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from deployments import services
 from deployments.models import Deployment, Revision
 
 pytestmark = pytest.mark.django_db
@@ -44,6 +45,32 @@ def test_the_admin_interrupts_and_redeploys_revisions(admin_client, internal_dep
     admin_client.post("/admin/deployments/deployment/", {"action": "delete_deployments",
                                                          "_selected_action": [deployment["id"]]})
     assert Deployment.objects.get(id=deployment["id"]).status == "AWAITING_DELETE"
+
+
+def deployed(revision_id) -> None:
+    """Walk a revision through the statuses the pipeline gives it, and make it the one served."""
+    revision = Revision.objects.get(id=revision_id)
+    for status in ("AWAITING_BUILD", "BUILDING", "AWAITING_DEPLOY", "DEPLOYING"):
+        assert services.revision_transition(revision=revision, to=status)
+    services.revision_activate(revision=revision)
+
+
+def test_a_replaced_revision_stays_deployed_in_the_api_and_says_replaced_in_the_admin(admin_client, api_client,
+                                                                                       internal_deployment):
+    deployment = internal_deployment()
+    first = deployment["latest_revision_id"]
+    deployed(first)
+    second = api_client.post(f"/v2/deployments/{deployment['id']}/revisions", {}, format="json").json()["id"]
+    deployed(second)
+    # As on LangSmith: the API keeps DEPLOYED (langgraph-cli relabels older ones REPLACED on its own side).
+    base = f"/v2/deployments/{deployment['id']}"
+    assert [(r["id"], r["status"]) for r in api_client.get(f"{base}/revisions").json()["resources"]] == [
+        (second, "DEPLOYED"), (first, "DEPLOYED")]
+    assert api_client.get(f"{base}/revisions/{first}").json()["status_message"] is None
+    assert api_client.get(base).json()["active_revision_id"] == second
+    page = admin_client.get(f"/admin/deployments/revision/{first}/change/").content.decode()
+    assert "Replaced" in page and "a newer revision replaced it" in page
+    assert "Serving" in admin_client.get(f"/admin/deployments/revision/{second}/change/").content.decode()
 
 
 @pytest.fixture

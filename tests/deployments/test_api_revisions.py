@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from core.models import Job
 from core.pagination import MAX_OFFSET
 from deployments import services
 from deployments.models import Revision, RevisionLog
@@ -75,6 +76,114 @@ def test_redeploy_makes_a_new_revision_from_that_revisions_source(api_client, in
     assert redeployed["latest_revision_id"] not in (first, deployment["latest_revision_id"])
     assert redeployed["source_revision_config"]["source_tarball_path"] == first_path
     assert Revision.objects.get(id=deployment["latest_revision_id"]).status == "SKIPPED"
+
+
+# --- POST /v2/deployments/{id}/revisions --------------------------------------------------------------------------
+def create_revision(client, deployment_id, body):
+    return client.post(f"/v2/deployments/{deployment_id}/revisions", body, format="json")
+
+
+def test_creating_a_revision_answers_201_with_the_revision_and_queues_its_build(api_client, internal_deployment,
+                                                                                 uploaded, project):
+    deployment = internal_deployment()
+    object_path = uploaded(deployment["id"], tarball(project))
+    response = create_revision(api_client, deployment["id"], {"source_revision_config": {
+        "source_tarball_path": object_path, "repo_ref": None}, "revision_source": "internal_source",
+        "tracked_packages": ["langgraph:1.0"], "unknown": 1})
+    assert response.status_code == 201, response.content
+    revision = response.json()
+    assert set(revision) == {"id", "created_at", "updated_at", "status", "source", "source_revision_config",
+                             "status_message"}
+    assert revision["status"] == "QUEUED" and revision["source"] == "internal_source"
+    assert revision["status_message"] is None
+    assert revision["source_revision_config"]["source_tarball_path"] == object_path
+    # The rest comes from the latest revision, which the new one supersedes, as a PATCH would.
+    assert revision["source_revision_config"]["langgraph_config_path"] == "langgraph.json"
+    shown = api_client.get(f"/v2/deployments/{deployment['id']}").json()
+    assert shown["latest_revision_id"] == revision["id"]
+    assert Revision.objects.get(id=deployment["latest_revision_id"]).status == "SKIPPED"
+    assert Revision.objects.get(id=revision["id"]).tracked_packages == ["langgraph:1.0"]
+    assert Job.objects.filter(kind="deployments.build", payload__revision_id=revision["id"]).exists()
+
+
+def test_creating_a_revision_always_makes_one_even_with_nothing_to_change(api_client, internal_deployment):
+    deployment = internal_deployment()
+    for body in ({}, {"source_revision_config": None}, {"source_revision_config": {"repo_ref": None}}):
+        response = create_revision(api_client, deployment["id"], body)
+        assert response.status_code == 201, response.content
+    # A PATCH without any revision field makes none; the POST always made one.
+    assert api_client.patch(f"/v2/deployments/{deployment['id']}", {}, format="json").status_code == 200
+    assert Revision.objects.filter(deployment_id=deployment["id"]).count() == 4
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"secrets": [{"name": "A", "value": "1"}]}, "PATCH"),
+    ({"source_config": {"resource_spec": {"min_scale": 1}}}, "PATCH"),
+    ({"revision_source": "github"}, "revision_source"),
+    ({"source_revision_config": {"image_uri": "registry.example/agent:1"}}, "image_uri"),
+    ({"source_revision_config": {"langgraph_config_path": "../outside.json"}}, "langgraph_config_path"),
+    ({"source_revision_config": {"source_tarball_path": "../../etc/passwd"}}, "source_tarball_path"),
+])
+def test_a_revision_that_cannot_be_made_is_400_and_makes_none(api_client, internal_deployment, body, message):
+    deployment = internal_deployment()
+    response = create_revision(api_client, deployment["id"], body)
+    assert response.status_code == 400 and message in response.json()["detail"], response.content
+    assert Revision.objects.filter(deployment_id=deployment["id"]).count() == 1
+
+
+def test_a_revision_needs_an_uploaded_tarball_on_an_internal_source_deployment(api_client, deploy_settings):
+    deployment = api_client.post("/v2/deployments", {"name": "cli", "source": "internal_source"},
+                                 format="json").json()
+    response = create_revision(api_client, deployment["id"], {})
+    assert response.status_code == 400 and "upload-url" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("body, loc", [
+    ({"source_revision_config": "main"}, ["body", "source_revision_config"]),
+    ({"tracked_packages": "langgraph"}, ["body", "tracked_packages"]),
+    ({"revision_source": "ftp"}, ["body", "revision_source"]),
+], ids=["config-not-an-object", "packages-not-a-list", "unknown-source"])
+def test_a_revision_body_of_the_wrong_shape_is_422(api_client, internal_deployment, body, loc):
+    deployment = internal_deployment()
+    response = create_revision(api_client, deployment["id"], body)
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == loc
+    assert Revision.objects.filter(deployment_id=deployment["id"]).count() == 1
+
+
+def test_creating_a_revision_is_404_elsewhere_409_while_deleting_and_403_for_a_reader(
+        api_client, outsider_client, make_client, workspace, internal_deployment):
+    deployment = internal_deployment()
+    missing = uuid.uuid4()
+    assert create_revision(api_client, missing, {}).json() == {"detail": f"Deployment ID {missing} not found."}
+    assert create_revision(outsider_client, deployment["id"], {}).status_code == 404
+    reader = make_client(workspace, permissions=["deployments:read"])
+    assert create_revision(reader, deployment["id"], {}).status_code == 403
+    api_client.delete(f"/v2/deployments/{deployment['id']}")
+    response = create_revision(api_client, deployment["id"], {})
+    assert response.status_code == 409 and "being deleted" in response.json()["detail"]
+    assert Revision.objects.filter(deployment_id=deployment["id"]).count() == 1
+
+
+# --- status_message -----------------------------------------------------------------------------------------------
+def test_a_revision_carries_its_reason_only_once_it_failed_or_was_stopped(api_client, internal_deployment):
+    deployment = internal_deployment()
+    base = f"/v2/deployments/{deployment['id']}/revisions"
+    first = deployment["latest_revision_id"]
+    assert api_client.get(f"{base}/{first}").json()["status_message"] is None  # QUEUED
+    api_client.post(f"{base}/{first}/interrupt")
+    assert api_client.get(f"{base}/{first}").json()["status_message"] == "Interrupted through the API."
+    second = create_revision(api_client, deployment["id"], {}).json()["id"]
+    revision = Revision.objects.get(id=second)
+    for status in ("AWAITING_BUILD", "BUILDING"):
+        assert services.revision_transition(revision=revision, to=status, message=f"{status} message")
+    assert api_client.get(f"{base}/{second}").json()["status_message"] is None
+    services.revision_transition(revision=revision, to="BUILD_FAILED", message="No module named 'agent'")
+    listed = {r["id"]: r for r in api_client.get(base).json()["resources"]}
+    assert listed[second]["status"] == "BUILD_FAILED" and listed[second]["status_message"] == "No module named 'agent'"
+    third = create_revision(api_client, deployment["id"], {}).json()["id"]
+    create_revision(api_client, deployment["id"], {})
+    skipped = api_client.get(f"{base}/{third}").json()
+    assert skipped["status"] == "SKIPPED" and "Superseded by revision #4" in skipped["status_message"]
 
 
 def _add_logs(revision_id, count, log_type="build"):

@@ -1,10 +1,13 @@
 """The stable URL of a deployment: `{PUBLIC_BASE_URL}/deployments/{id}/...`, proxied to the active revision.
 
 The active revision is looked up for every request, so a switch is atomic: a request goes either
-to the old process or to the new one. Responses are streamed chunk by chunk (SSE passes through
-as it is produced), and a client that disconnects closes the upstream request. Callers need an
-API key of the deployment's workspace with `chat:use`; the key, tenant header and cookies are not
-passed on to the tenant's code, which gets a per-process token proving the request came from here.
+to the old revision or to the new one. A revision served by several processes (its replicas) gets
+requests in turn, and one whose replica does not accept the connection (it died; nothing was sent)
+is sent to the next replica, so a dead replica costs no failed call. Responses are streamed chunk
+by chunk (SSE passes through as it is produced), and a client that disconnects closes the upstream
+request. Callers need an API key of the deployment's workspace with `chat:use`; the key, tenant
+header and cookies are not passed on to the tenant's code, which gets a per-revision token proving
+the request came from here.
 
 A CORS preflight carries no API key (browsers send none): it is passed on marked X-Serving-Preflight, and the
 revision answers it from langgraph.json's http.cors alone, without running the project's code or the API.
@@ -12,6 +15,7 @@ revision answers it from langgraph.json's http.cors alone, without running the p
 
 from __future__ import annotations
 
+import itertools
 import logging
 
 import httpx
@@ -37,6 +41,8 @@ _DROP_RESPONSE = {"connection", "keep-alive", "transfer-encoding", "upgrade", "t
                   "set-cookie"}
 MISSING_KEY = "Missing API key: send it in the X-Api-Key header."
 _TIMEOUT = httpx.Timeout(connect=5.0, read=None, write=30.0, pool=5.0)
+# Whose turn it is among a revision's replicas (one counter for all revisions: only the spread matters).
+_turns = itertools.count()
 
 
 def _is_unauthenticated_preflight(request) -> bool:
@@ -93,17 +99,29 @@ async def deployment_proxy(request, deployment_id: str, subpath: str | None = No
     if _is_unauthenticated_preflight(request):
         headers["X-Serving-Preflight"] = "1"
     headers["X-Forwarded-Prefix"] = f"/deployments/{deployment_id}"
-    url = upstream.base_url + (subpath or "/")
     client = httpx.AsyncClient(timeout=_TIMEOUT, trust_env=False)
-    try:
-        upstream_request = client.build_request(request.method, url, params=request.GET, headers=headers,
-                                                content=request.body)
-        response = await client.send(upstream_request, stream=True)
-    except httpx.HTTPError as exc:
-        await client.aclose()
-        log.warning("proxy to %s failed: %s", url, exc)
-        return error_response(502, "The deployment's server did not answer.")
-    return _stream(response, client)
+    for base_url in _rotation(upstream.base_urls):
+        url = base_url + (subpath or "/")
+        try:
+            upstream_request = client.build_request(request.method, url, params=request.GET, headers=headers,
+                                                    content=request.body)
+            return _stream(await client.send(upstream_request, stream=True), client)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            # Nothing reached this replica (it is down, or restarting): the next one gets the request.
+            log.info("replica %s did not accept the connection (%s); trying the next one", base_url, exc)
+        except httpx.HTTPError as exc:
+            await client.aclose()
+            log.warning("proxy to %s failed: %s", url, exc)
+            return error_response(502, "The deployment's server did not answer.")
+    await client.aclose()
+    log.warning("no replica of deployment %s accepted the connection", deployment_id)
+    return error_response(502, "The deployment's server did not answer.")
+
+
+def _rotation(base_urls: tuple[str, ...]) -> list[str]:
+    """The replicas in the order to try them: round-robin (each request starts at the next one), then the others."""
+    start = next(_turns) % len(base_urls)
+    return [*base_urls[start:], *base_urls[:start]]
 
 
 def _stream(response: httpx.Response, client: httpx.AsyncClient) -> StreamingHttpResponse:

@@ -12,6 +12,7 @@ import sys
 import threading
 import traceback
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
@@ -52,11 +53,12 @@ class Command(BaseCommand):
         # Load them all now: a graph that cannot load fails the start (and the deploy), not the first request.
         for name in specs:
             graph_runtime.get_served_graph(name)
-        # This process is the database's only user: a run still marked running died with a previous process
-        # (a crash, a restart by the reconciler). Fail it now, or its thread would refuse new runs.
-        swept = chat_services.runs_sweep_dead(stale_seconds=0)
+        # The deployment's database is shared with its other processes (replicas, the revision this one replaces), so
+        # only the runs whose process is known to be gone (exited on this host, or silent past its lease) are ended
+        # or queued again now: a restart after a crash frees their threads at once.
+        swept = chat_services.runs_sweep_dead(stale_seconds=settings.CHAT_RUN_STALE_SECONDS)
         if swept:
-            self.stdout.write(f"Marked {len(swept)} run(s) of a previous process as failed.")
+            self.stdout.write(f"Marked {len(swept)} run(s) of a stopped process as failed.")
         for name, spec in specs.items():
             self.stdout.write(f"Serving graph {name!r} ({spec})")
         # run.start's assistant_id picks a graph by its name; "_" or an unknown id picks the first.

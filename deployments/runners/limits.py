@@ -42,14 +42,16 @@ class MemoryLimit:
                 continue
             if self.cgroup is not None:
                 self.version = version
+                self._procs = str(self.cgroup / "cgroup.procs")  # made here: the child only writes to it
                 return
-        self.why_no_cgroup = self.why_no_cgroup or "no cgroup memory controller is mounted"
+        self.why_no_cgroup = self.why_no_cgroup or ("the memory controller is neither delegated to this worker's "
+                                                    "cgroup v2 nor mounted writable as cgroup v1")
 
     def enter(self) -> None:
         """Runs in the child between fork and exec (system calls only): join the cgroup, else cap RLIMIT_DATA."""
         if self.cgroup is not None:
             try:
-                fd = os.open(self.cgroup / "cgroup.procs", os.O_WRONLY)
+                fd = os.open(self._procs, os.O_WRONLY)
                 try:
                     os.write(fd, str(os.getpid()).encode())
                 finally:

@@ -193,7 +193,7 @@ class RevisionAdmin(RevisionColumns, ObjectButtonsMixin, ReadOnlyAdmin):
     list_select_related = ["deployment"]
     fields = ("id", "deployment", "number", "honest_status", "message", "source", "repo_url",
               "repo_ref", "repo_commit_sha", "langgraph_config_path", "source_tarball_path", "serving_host",
-              "serving_port", "serving_pid", "created_at", "updated_at", "build_log", "deploy_log")
+              "serving_replicas", "created_at", "updated_at", "build_log", "deploy_log")
     readonly_fields = fields
     actions = ["redeploy", "interrupt"]
 

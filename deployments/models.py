@@ -93,10 +93,10 @@ class Revision(BaseModel):
     # The secrets this revision runs with, so restarting it later never picks up newer ones.
     secrets = EncryptedTextField(default="[]")
     status_message = models.TextField(blank=True, default="")
-    # Where the local runner serves it (all empty unless a process was started).
+    # Where the local runner serves it: its replicas' processes, one {"port", "pid"} per replica by index, on one host
+    # with one token (all empty unless processes were started).
     serving_host = models.CharField(max_length=255, blank=True, default="")
-    serving_port = models.PositiveIntegerField(null=True, blank=True)
-    serving_pid = models.PositiveIntegerField(null=True, blank=True)
+    serving_replicas = models.JSONField(default=list, blank=True)
     serving_token = EncryptedCharField(max_length=255, blank=True, default="")
 
     class Meta:
@@ -106,6 +106,16 @@ class Revision(BaseModel):
     def __str__(self) -> str:
         # No status: a DEPLOYED revision may have been replaced since, and names outlive statuses (admin titles).
         return f"{self.deployment.name} #{self.number}"
+
+    @property
+    def serving_pids(self) -> list[int]:
+        """The pids of its replicas' processes, by replica index."""
+        return [replica["pid"] for replica in self.serving_replicas if replica]
+
+    @property
+    def serving_pid(self) -> int | None:
+        """The first replica's pid (None when nothing is served)."""
+        return next(iter(self.serving_pids), None)
 
 
 class RevisionLog(models.Model):

@@ -196,34 +196,42 @@ def _stopped(ctx: StepContext, lease, exc: Exception) -> None:
 
 
 def reconcile() -> None:
-    """Bring active revisions back after a restart, stop strays, and fail revisions whose job is gone."""
+    """Bring active revisions back after a restart (or the replicas of one that died), stop strays, and fail
+    revisions whose job is gone."""
     runner = get_runner()
     keep = set()
     active = Revision.objects.select_related("deployment").filter(
         deployment__status=Deployment.Status.READY, deployment__active_revision_id=F("id"))
     for revision in active:
         keep.add(revision.id)
-        if _needs_restart(runner, revision):
+        restart, replicas = _replicas_to_restart(runner, revision)
+        if len(restart) == replicas:
             _restart(revision)
+        elif restart:
+            _restart_replicas(revision, restart)
     keep |= set(Revision.objects.filter(status=S.DEPLOYING).values_list("id", flat=True))
     runner.stop_strays(keep)
     _fail_orphans()
 
 
-def _needs_restart(runner, revision: Revision) -> bool:
-    """Gone: restart. Running but not answering /ok: restart only if it did not answer last time either.
+def _replicas_to_restart(runner, revision: Revision) -> tuple[list[int], int]:
+    """The replicas of `revision` to start again, and how many it has. Gone: restart. Running but not answering /ok:
+    restart only if it did not answer last time either.
 
     A process busy with a long chat run may miss one health check; it is not killed for that.
     """
-    key = f"deployments:unhealthy:{revision.id}"
-    if runner.is_healthy(revision):
-        cache.delete(key)
-        return False
-    if runner.is_running(revision) and not cache.get(key):
-        cache.set(key, True, timeout=settings.DEPLOY_RECONCILE_SECONDS * 4)
-        return False
-    cache.delete(key)
-    return True
+    health = runner.replica_health(revision)
+    restart = []
+    for replica in health:
+        key = f"deployments:unhealthy:{revision.id}:{replica.index}"
+        if replica.healthy:
+            cache.delete(key)
+        elif replica.running and not cache.get(key):
+            cache.set(key, True, timeout=settings.DEPLOY_RECONCILE_SECONDS * 4)
+        else:
+            cache.delete(key)
+            restart.append(replica.index)
+    return restart, len(health)
 
 
 def _restart(revision: Revision) -> None:
@@ -242,6 +250,19 @@ def _restart(revision: Revision) -> None:
                                              status=Deployment.Status.READY).exists()
     if not still_active:
         runner.stop(revision)
+
+
+def _restart_replicas(revision: Revision, indexes: list[int]) -> None:
+    """Start the dead replicas of a revision whose others still serve, one by one (the proxy skips them
+    meanwhile); one that does not come back is tried again on the next round."""
+    runner = get_runner()
+    ctx = _context(revision, RevisionLog.Type.DEPLOY, lambda: None)
+    for index in indexes:
+        ctx.log(f"Replica {index + 1} of the active revision is not being served; starting it again.", "WARNING")
+        try:
+            runner.restart_replica(ctx, index)
+        except (StepFailed, StepStopped) as exc:
+            ctx.log(f"Restart of replica {index + 1} failed: {exc}", "ERROR")
 
 
 def _fail_orphans() -> None:

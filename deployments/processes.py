@@ -34,9 +34,17 @@ def die_with_parent() -> None:
         pass
 
 
-def popen(command: list[str], *, env: dict[str, str], cwd: Path, stdout=subprocess.PIPE) -> subprocess.Popen:
+def popen(command: list[str], *, env: dict[str, str], cwd: Path, stdout=subprocess.PIPE,
+          preexec: Callable[[], None] | None = None) -> subprocess.Popen:
+    """Start `command` in a session of its own, tied to this process's life; `preexec` also runs in the child before
+    the exec (e.g. deployments.runners.limits.MemoryLimit.enter)."""
+    def prepare() -> None:
+        die_with_parent()
+        if preexec is not None:
+            preexec()
+
     return subprocess.Popen(command, env=env, cwd=cwd, stdout=stdout, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent)
+                            stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=prepare)
 
 
 def stop_group(process: subprocess.Popen, *, grace: float = 5.0) -> int | None:

@@ -1,10 +1,13 @@
 """The stable URL of a deployment: `{PUBLIC_BASE_URL}/deployments/{id}/...`, proxied to the active revision.
 
 The active revision is looked up for every request, so a switch is atomic: a request goes either
-to the old process or to the new one. Responses are streamed chunk by chunk (SSE passes through
-as it is produced), and a client that disconnects closes the upstream request. Callers need an
-API key of the deployment's workspace with `chat:use`; the key, tenant header and cookies are not
-passed on to the tenant's code, which gets a per-process token proving the request came from here.
+to the old revision or to the new one. A revision served by several processes (its replicas) gets
+requests in turn, and one whose replica does not accept the connection (it died; nothing was sent)
+is sent to the next replica, so a dead replica costs no failed call. Responses are streamed chunk
+by chunk (SSE passes through as it is produced), and a client that disconnects closes the upstream
+request. Callers need an API key of the deployment's workspace with `chat:use`; the key, tenant
+header and cookies are not passed on to the tenant's code, which gets a per-revision token proving
+the request came from here.
 
 A CORS preflight carries no API key (browsers send none): it is passed on marked X-Serving-Preflight, and the
 revision answers it from langgraph.json's http.cors alone, without running the project's code or the API.
@@ -12,6 +15,7 @@ revision answers it from langgraph.json's http.cors alone, without running the p
 
 from __future__ import annotations
 
+import itertools
 import logging
 
 import httpx
@@ -37,6 +41,8 @@ _DROP_RESPONSE = {"connection", "keep-alive", "transfer-encoding", "upgrade", "t
                   "set-cookie"}
 MISSING_KEY = "Missing API key: send it in the X-Api-Key header."
 _TIMEOUT = httpx.Timeout(connect=5.0, read=None, write=30.0, pool=5.0)
+# Whose turn it is among a revision's replicas (one counter for all revisions: only the spread matters).
+_turns = itertools.count()
 
 
 def _is_unauthenticated_preflight(request) -> bool:
@@ -92,9 +98,9 @@ async def deployment_proxy(request, deployment_id: str, subpath: str | None = No
     try:
         try:
             response = await _send(client, request, upstream, deployment_id, subpath)
-        except httpx.ConnectError:
-            # Nothing was sent: the revision may have been replaced and stopped between the lookup and the connect
-            # (a redeploy). The deployment's active revision now is another process: try it once.
+        except (httpx.ConnectError, httpx.ConnectTimeout):
+            # No replica accepted it, so nothing was sent: the revision may have been replaced and stopped between
+            # the lookup and the connect (a redeploy). The deployment's active revision now is another: try it once.
             retry = await sync_to_async(_resolve)(request, deployment_id)
             if retry == upstream:
                 raise
@@ -112,9 +118,22 @@ async def _send(client: httpx.AsyncClient, request, upstream, deployment_id: str
     if _is_unauthenticated_preflight(request):
         headers["X-Serving-Preflight"] = "1"
     headers["X-Forwarded-Prefix"] = f"/deployments/{deployment_id}"
-    upstream_request = client.build_request(request.method, upstream.base_url + (subpath or "/"),
-                                            params=request.GET, headers=headers, content=request.body)
-    return await client.send(upstream_request, stream=True)
+    upstream_request = None
+    for base_url in _rotation(upstream.base_urls):
+        upstream_request = client.build_request(request.method, base_url + (subpath or "/"), params=request.GET,
+                                                headers=headers, content=request.body)
+        try:
+            return await client.send(upstream_request, stream=True)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            # Nothing reached this replica (it is down, or restarting): the next one gets the request.
+            log.info("replica %s did not accept the connection (%s); trying the next one", base_url, exc)
+    raise httpx.ConnectError("no replica accepted the connection", request=upstream_request)
+
+
+def _rotation(base_urls: tuple[str, ...]) -> list[str]:
+    """The replicas in the order to try them: round-robin (each request starts at the next one), then the others."""
+    start = next(_turns) % len(base_urls)
+    return [*base_urls[start:], *base_urls[:start]]
 
 
 def _stream(response: httpx.Response, client: httpx.AsyncClient) -> StreamingHttpResponse:

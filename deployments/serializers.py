@@ -19,7 +19,7 @@ from rest_framework import serializers
 
 from core.exceptions import RequestValidationError
 from core.pagination import limit_field
-from deployments import services, states
+from deployments import resources, services, states
 from deployments.models import Deployment, RevisionLog
 from deployments.states import RevisionStatus
 
@@ -82,22 +82,46 @@ def _nullable_char(**kwargs):
     return serializers.CharField(required=False, allow_null=True, allow_blank=True, **kwargs)
 
 
+def _resource_spec_schema() -> dict:
+    """LangSmith's ResourceSpec as OpenAPI: every field nullable, ranges as deployments.resources checks them, other
+    keys allowed (accepted and reported as not applied in the deploy log)."""
+    properties: dict[str, dict] = {}
+    for field, (integer, low, high) in resources.NUMBER_FIELDS.items():
+        properties[field] = {"type": "integer" if integer else "number", "minimum": low, "maximum": high,
+                             "nullable": True}
+    properties.update({field: {"type": "object", "nullable": True} for field in resources.OBJECT_FIELDS})
+    properties.update({field: {"type": "array", "items": {}, "nullable": True} for field in resources.LIST_FIELDS})
+    properties.update({field: {"type": "string", "nullable": True} for field in resources.STRING_FIELDS})
+    return {"type": "object", "nullable": True, "properties": properties, "additionalProperties": True}
+
+
+@extend_schema_field(_resource_spec_schema())
+class ResourceSpecField(serializers.JSONField):
+    """`resource_spec`: a JSON object whose known fields are in range (deployments.resources); a 422 names the
+    field, as `["body", "source_config", "resource_spec", "min_scale"]`."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("Input should be a valid dictionary.", code="dict_type")
+        errors = resources.spec_errors(value)
+        if errors:
+            raise serializers.ValidationError(
+                {e.field: [serializers.ErrorDetail(e.msg, code=e.type)] for e in errors})
+        return value
+
+
 class SourceConfigInputSerializer(serializers.Serializer):
     integration_id = serializers.UUIDField(required=False, allow_null=True)
     repo_url = _nullable_char(max_length=2048)
     deployment_type = serializers.ChoiceField(DEPLOYMENT_TYPES, required=False, allow_null=True)
     build_on_push = serializers.BooleanField(required=False, allow_null=True)
     custom_url = _nullable_char(max_length=2048)
-    resource_spec = serializers.JSONField(required=False, allow_null=True)
+    resource_spec = ResourceSpecField(required=False, allow_null=True)
     listener_id = serializers.UUIDField(required=False, allow_null=True)
     listener_config = serializers.JSONField(required=False, allow_null=True)
     install_command = _nullable_char(max_length=4096)
     build_command = _nullable_char(max_length=4096)
-
-    def validate_resource_spec(self, value):
-        if value is not None and not isinstance(value, dict):
-            raise serializers.ValidationError("Input should be a valid dictionary.")
-        return value
 
 
 class SourceRevisionConfigInputSerializer(serializers.Serializer):

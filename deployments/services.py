@@ -23,9 +23,10 @@ from django.utils import timezone
 
 from accounts.models import Workspace
 from accounts.services import api_key_create, api_key_revoke
-from core.exceptions import BadRequest, Conflict, NotFound
+from core.exceptions import BadRequest, Conflict, NotFound, RequestValidationError
+from core.rest_errors import validation_item
 from core.services import job_enqueue
-from deployments import databases, runners, selectors, sources, states, uploads
+from deployments import databases, resources, runners, selectors, sources, states, uploads
 from deployments.models import Deployment, Revision, RevisionLog
 from deployments.processes import LineSink
 from deployments.states import RevisionStatus
@@ -102,6 +103,7 @@ def deployment_create(*, workspace: Workspace, name: str, source: str, source_co
         if replay:
             return CreateResult(replay, created=False)
     get_runner().require(source)
+    _resource_spec_check(source_config.get("resource_spec"), source_config.get("deployment_type"))
     secrets = _secrets_clean(secrets or [])
     config = _revision_config(source, {}, source_revision_config)
     if source == Deployment.Source.GITHUB:
@@ -171,9 +173,21 @@ def _source_complete(deployment: Deployment, config: dict) -> bool:
     return True
 
 
+def _resource_spec_check(spec: dict | None, deployment_type: str | None) -> None:
+    """Refuse (422) a spec that asks a dev deployment for more than one replica (its ranges were checked by the
+    serializer; the type is known here, on a PATCH too)."""
+    errors = resources.deployment_type_errors(spec or {}, deployment_type)
+    if errors:
+        raise RequestValidationError([validation_item(["body", "source_config", "resource_spec", e.field], e.msg,
+                                                      e.type) for e in errors])
+
+
 def _revision_create(deployment: Deployment, config: dict, *, resource_spec: dict | None = None,
                      tracked_packages: list | None = None) -> Revision:
-    """Add a revision, skip the ones it supersedes, and queue its build (in the caller's transaction)."""
+    """Add a revision, skip the ones it supersedes, and queue its build (in the caller's transaction). Without a
+    `resource_spec` of its own it gets the deployment's (source_config.resource_spec, set on create or PATCH)."""
+    if resource_spec is None:
+        resource_spec = deployment.source_config.get("resource_spec")
     if deployment.source == Deployment.Source.INTERNAL_SOURCE:
         uploads.require_object(deployment, config["source_tarball_path"])
     locked = Deployment.objects.select_for_update().get(id=deployment.id)
@@ -204,6 +218,7 @@ def deployment_update(*, deployment: Deployment, data: dict) -> Deployment:
     revision_changes = _non_null(data.get("source_revision_config"))
     secrets = data.get("secrets") or None
     resource_spec = source_config.get("resource_spec")
+    _resource_spec_check(resource_spec, deployment.deployment_type)
     needs_revision = bool(revision_changes) or resource_spec is not None or secrets is not None
     with transaction.atomic():
         deployment = Deployment.objects.select_for_update().get(id=deployment.id)
@@ -369,12 +384,26 @@ class StaleRevision(Exception):
     """The revision was interrupted, superseded or its deployment deleted while a step ran."""
 
 
-def revision_serving_set(*, revision: Revision, host: str = "", port: int | None = None, pid: int | None = None,
-                         token: str = "") -> None:
-    Revision.objects.filter(id=revision.id).update(serving_host=host, serving_port=port, serving_pid=pid,
+def revision_serving_set(*, revision: Revision, host: str = "", token: str = "",
+                         replicas: list[dict] | None = None) -> None:
+    """Record where a revision is served: `replicas` ({"port", "pid"} by index) on `host` with `token`."""
+    replicas = list(replicas or [])
+    Revision.objects.filter(id=revision.id).update(serving_host=host, serving_replicas=replicas,
                                                    serving_token=token, updated_at=timezone.now())
-    revision.serving_host, revision.serving_port, revision.serving_pid = host, port, pid
-    revision.serving_token = token
+    revision.serving_host, revision.serving_replicas, revision.serving_token = host, replicas, token
+
+
+def revision_replica_set(*, revision: Revision, index: int, port: int, pid: int) -> None:
+    """Record where replica `index` of a revision serves now (restarted alone); the others stay as recorded."""
+    with transaction.atomic():
+        locked = Revision.objects.select_for_update().filter(id=revision.id).first()
+        if locked is None:  # deleted with its deployment meanwhile
+            return
+        replicas = list(locked.serving_replicas)
+        replicas += [None] * (index + 1 - len(replicas))
+        replicas[index] = {"port": port, "pid": pid}
+        Revision.objects.filter(id=revision.id).update(serving_replicas=replicas, updated_at=timezone.now())
+    revision.serving_replicas = replicas
 
 
 def revision_commit_set(*, revision: Revision, sha: str) -> None:
@@ -511,9 +540,12 @@ class _RunnerRecords(runners.RevisionRecords):
     def commit_set(self, *, revision: Revision, sha: str) -> None:
         revision_commit_set(revision=revision, sha=sha)
 
-    def serving_set(self, *, revision: Revision, host: str = "", port: int | None = None, pid: int | None = None,
-                    token: str = "") -> None:
-        revision_serving_set(revision=revision, host=host, port=port, pid=pid, token=token)
+    def serving_set(self, *, revision: Revision, host: str = "", token: str = "",
+                    replicas: list[dict] | None = None) -> None:
+        revision_serving_set(revision=revision, host=host, token=token, replicas=replicas)
+
+    def replica_set(self, *, revision: Revision, index: int, port: int, pid: int) -> None:
+        revision_replica_set(revision=revision, index=index, port=port, pid=pid)
 
     def log_sink(self, *, revision_id: uuid.UUID, type: str) -> LineSink:
         return revision_log_sink(revision_id=revision_id, type=type)

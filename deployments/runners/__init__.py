@@ -3,10 +3,10 @@ designs the next); deployments.services holds the process's one runner."""
 
 from __future__ import annotations
 
-from deployments.runners.base import RevisionRecords, Runner, StepContext, StepFailed, Upstream
+from deployments.runners.base import ReplicaHealth, RevisionRecords, Runner, StepContext, StepFailed, Upstream
 from deployments.runners.local import LocalProcessRunner
 
-__all__ = ["RevisionRecords", "Runner", "StepContext", "StepFailed", "Upstream", "create_runner"]
+__all__ = ["ReplicaHealth", "RevisionRecords", "Runner", "StepContext", "StepFailed", "Upstream", "create_runner"]
 
 
 def create_runner(records: RevisionRecords) -> Runner:

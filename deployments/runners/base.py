@@ -39,10 +39,20 @@ class StepContext:
 
 @dataclass(frozen=True)
 class Upstream:
-    """Where the proxy sends a deployment's traffic, and the header that proves it came from the proxy."""
+    """Where the proxy sends a deployment's traffic (one URL per replica, any of which serves any request), and the
+    header that proves it came from the proxy."""
 
-    base_url: str
+    base_urls: tuple[str, ...]
     headers: dict[str, str]
+
+
+@dataclass(frozen=True)
+class ReplicaHealth:
+    """One replica of a revision as the reconciler sees it: answering its health check, or at least running."""
+
+    index: int
+    healthy: bool
+    running: bool
 
 
 class RevisionRecords(ABC):
@@ -53,9 +63,13 @@ class RevisionRecords(ABC):
         """Record the commit a revision's source was fetched at."""
 
     @abstractmethod
-    def serving_set(self, *, revision: Revision, host: str = "", port: int | None = None, pid: int | None = None,
-                    token: str = "") -> None:
-        """Record where a revision is served (all empty: it is not served)."""
+    def serving_set(self, *, revision: Revision, host: str = "", token: str = "",
+                    replicas: list[dict] | None = None) -> None:
+        """Record where a revision is served: its replicas' {"port", "pid"} by index (all empty: it is not served)."""
+
+    @abstractmethod
+    def replica_set(self, *, revision: Revision, index: int, port: int, pid: int) -> None:
+        """Record where one replica of a revision serves after it was restarted alone."""
 
     @abstractmethod
     def log_sink(self, *, revision_id: uuid.UUID, type: str) -> LineSink:
@@ -84,10 +98,16 @@ class Runner(Protocol):
         """Return once the started revision answers its health check; raise StepFailed otherwise."""
 
     def is_healthy(self, revision: Revision) -> bool:
-        """Whether the revision is being served right now."""
+        """Whether the revision is being served right now, by all its replicas."""
 
     def is_running(self, revision: Revision) -> bool:
-        """Whether the revision's server exists at all (it may be too busy to answer its health check)."""
+        """Whether any server of the revision exists at all (it may be too busy to answer its health check)."""
+
+    def replica_health(self, revision: Revision) -> list[ReplicaHealth]:
+        """Each replica the revision should have (resource_spec.min_scale), healthy, running or gone."""
+
+    def restart_replica(self, ctx: StepContext, index: int) -> None:
+        """Start one replica of a served revision again, alone, and return once it is healthy (StepFailed if not)."""
 
     def stop(self, revision: Revision) -> None:
         """Stop serving the revision (no error if it is not served)."""

@@ -4,10 +4,16 @@ It executes tenant code on the service's host, as the service's user. It is mean
 single-tenant and trusted installs, and is disabled unless DEPLOY_LOCAL_RUNNER_ENABLED is on
 (the default only with DEBUG). Revision processes are children of the worker that started them
 and die with it; the reconciler (a periodic job) starts the active ones again.
+
+A revision is served by `resource_spec.min_scale` processes (its replicas, deployments.resources), each on a
+loopback port of its own, sharing the revision's token and its deployment's database; each runs its own run
+executor, so any of them serves any request. Each process gets the spec's memory limit where the OS allows it
+(deployments/runners/limits.py); the deploy log says what was applied and which fields were not.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -28,10 +34,11 @@ from django.db import connections
 
 from core.exceptions import BadRequest
 from core.processes import pid_alive
-from deployments import build, databases, environment, langgraph_config, sources
+from deployments import build, databases, environment, langgraph_config, resources, sources
 from deployments.models import Deployment, Revision, RevisionLog
 from deployments.processes import LineSink, StepStopped, popen, stop_group
-from deployments.runners.base import RevisionRecords, StepContext, StepFailed, Upstream
+from deployments.runners import limits
+from deployments.runners.base import ReplicaHealth, RevisionRecords, StepContext, StepFailed, Upstream
 
 log = logging.getLogger("deployments.runner")
 
@@ -54,8 +61,20 @@ class RevisionDirs:
 @dataclass
 class Child:
     revision_id: str
+    index: int
     process: subprocess.Popen
     pump: threading.Thread
+
+
+@dataclass(frozen=True)
+class _Launch:
+    """What starting any replica of a revision takes, checked once per start."""
+
+    revision: Revision
+    dirs: RevisionDirs
+    config_path: Path
+    http: dict
+    database: dict[str, str]  # the variables naming the deployment's database (databases.connection_env)
 
 
 def _required(value: str | None, field: str) -> str:
@@ -76,7 +95,7 @@ class LocalProcessRunner:
 
     def __init__(self, records: RevisionRecords):
         self.records = records
-        self._children: dict[str, Child] = {}
+        self._children: dict[str, dict[int, Child]] = {}  # by revision id, then replica index
         self._lock = threading.Lock()
 
     # --- creation-time checks --------------------------------------------------------------------------------
@@ -148,8 +167,24 @@ class LocalProcessRunner:
 
     # --- serving ---------------------------------------------------------------------------------------------
     def start(self, ctx: StepContext) -> None:
-        revision, dirs = ctx.revision, self.dirs(ctx.revision)
+        """Start the revision's replicas: resource_spec.min_scale processes (deployments.resources), one token for
+        all. The first starts alone and answers its health check before the others start: it applies the
+        database's migrations, which the others then find done."""
+        revision = ctx.revision
         self.stop(revision)
+        launch = self._launch(revision)
+        wanted = resources.revision_resources(revision)
+        _log_resources(ctx, revision, wanted)
+        token, host = secrets.token_urlsafe(32), socket.gethostname()
+        replicas = [self._spawn(ctx, launch, 0, token, wanted)]
+        self.records.serving_set(revision=revision, host=host, token=token, replicas=replicas)
+        if wanted.replicas > 1:
+            self._wait_replicas(ctx, [0])
+            replicas += [self._spawn(ctx, launch, index, token, wanted) for index in range(1, wanted.replicas)]
+            self.records.serving_set(revision=revision, host=host, token=token, replicas=replicas)
+
+    def _launch(self, revision: Revision) -> _Launch:
+        dirs = self.dirs(revision)
         relative_config = _required(revision.langgraph_config_path, "langgraph_config_path")
         config_path = (dirs.src / relative_config).resolve()
         if not dirs.python.exists() or not config_path.is_file():
@@ -158,25 +193,37 @@ class LocalProcessRunner:
             http = langgraph_config.load(source_root=dirs.src, config_path=relative_config).http
         except langgraph_config.ConfigError as exc:
             raise StepFailed(f"Invalid {revision.langgraph_config_path}: {exc}") from None
-        database = _recorded_database(revision)
-        port, token = _free_port(), secrets.token_urlsafe(32)
+        return _Launch(revision, dirs, config_path, http, databases.connection_env(_recorded_database(revision)))
+
+    def _spawn(self, ctx: StepContext, launch: _Launch, index: int, token: str, wanted: resources.Resources) -> dict:
+        """Start replica `index` on a port of its own, under its memory limit; its {"port", "pid"}."""
+        revision, dirs = launch.revision, launch.dirs
+        port = _free_port()
         env = environment.serving_env(revision=revision, home=dirs.home, data_dir=dirs.data,
-                                      venv_bin=dirs.python.parent, port=port, token=token, http=http,
-                                      database=databases.connection_env(database))
+                                      venv_bin=dirs.python.parent, port=port, token=token, http=launch.http,
+                                      database=launch.database)
         command = [str(dirs.python), str(Path(settings.BASE_DIR) / "manage.py"), "serve_graphs",
-                   "--config", str(config_path), "--port", str(port)]
-        process = popen(command, env=env, cwd=config_path.parent)
+                   "--config", str(launch.config_path), "--port", str(port)]
+        memory = wanted.memory_limit_mb
+        limit = limits.MemoryLimit(f"{revision.id}-{index}", memory) if memory else None
+        process = popen(command, env=env, cwd=launch.config_path.parent, preexec=limit.enter if limit else None)
+        name = f"replica {index + 1} of {wanted.replicas}" if wanted.replicas > 1 else ""
         sink = self.records.log_sink(revision_id=revision.id, type=RevisionLog.Type.DEPLOY)
-        pump = threading.Thread(target=self._pump, args=(process, sink), name=f"serve-{revision.id}", daemon=True)
+        pump = threading.Thread(target=self._pump, args=(process, sink, f"[{name}] " if name else "", limit),
+                                name=f"serve-{revision.id}-{index}", daemon=True)
         pump.start()
         with self._lock:
-            self._children[str(revision.id)] = Child(str(revision.id), process, pump)
-        self.records.serving_set(revision=revision, host=socket.gethostname(), port=port, pid=process.pid,
-                                 token=token)
-        ctx.log(f"Started the server (pid {process.pid}) on 127.0.0.1:{port}.")
+            self._children.setdefault(str(revision.id), {})[index] = Child(str(revision.id), index, process, pump)
+        how = limit.describe(process.pid) if limit else None
+        if limit and how is None:
+            ctx.log(f"The memory limit of {memory} MiB could not be applied to pid {process.pid}: no writable "
+                    f"memory cgroup ({limit.why_no_cgroup}) and RLIMIT_DATA was refused.", "WARNING")
+        applied = f", memory limited to {memory} MiB by {how}" if how else ""
+        ctx.log(f"Started {name or 'the server'} (pid {process.pid}) on 127.0.0.1:{port}{applied}.")
+        return {"port": port, "pid": process.pid}
 
-    def _pump(self, process, sink: LineSink) -> None:
-        """Copy the server's output into the deploy log until it exits, then reap it."""
+    def _pump(self, process, sink: LineSink, prefix: str, limit: limits.MemoryLimit | None) -> None:
+        """Copy the server's output into the deploy log until it exits, then reap it and remove its cgroup."""
         fd, buffer, last_flush = process.stdout.fileno(), b"", time.monotonic()
         try:
             with selectors.DefaultSelector() as selector:
@@ -188,36 +235,48 @@ class LocalProcessRunner:
                             break
                         *lines, buffer = (buffer + chunk).split(b"\n")
                         for line in lines:
-                            sink.write(line.decode("utf-8", errors="replace"))
+                            sink.write(prefix + line.decode("utf-8", errors="replace"))
                     if time.monotonic() - last_flush > 0.5:
                         sink.flush()
                         last_flush = time.monotonic()
             if buffer:
-                sink.write(buffer.decode("utf-8", errors="replace"))
+                sink.write(prefix + buffer.decode("utf-8", errors="replace"))
             code = process.wait()
-            sink.write(f"The server process exited with code {code}.", "WARNING" if code else "INFO")
+            sink.write(f"{prefix}The server process exited with code {code}.", "WARNING" if code else "INFO")
             sink.flush()
         except Exception:
             log.exception("log pump of pid %s failed", process.pid)
         finally:
             process.stdout.close()
+            if limit is not None:
+                process.wait()
+                limit.release()
             connections.close_all()
 
-    def _child(self, revision: Revision) -> Child | None:
+    def _child(self, revision: Revision, index: int) -> Child | None:
         with self._lock:
-            return self._children.get(str(revision.id))
+            return self._children.get(str(revision.id), {}).get(index)
 
     def wait_healthy(self, ctx: StepContext) -> None:
-        revision = ctx.revision
-        child = self._child(revision)
+        count = len(ctx.revision.serving_replicas)
+        self._wait_replicas(ctx, range(count))
+        ctx.log("Health check passed: GET /ok answered" + (f" on all {count} replicas." if count > 1 else "."))
+
+    def _wait_replicas(self, ctx: StepContext, indexes) -> None:
+        """Return once every replica in `indexes` answers GET /ok; StepFailed if one exits or time runs out."""
+        revision, pending = ctx.revision, set(indexes)
         deadline = time.monotonic() + settings.DEPLOY_HEALTH_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
-            if child and child.process.poll() is not None:
-                child.pump.join(timeout=5)
-                raise StepFailed(f"The server exited with code {child.process.returncode} before it became "
-                                 "healthy: see the deploy log.")
-            if self.is_healthy(revision):
-                ctx.log("Health check passed: GET /ok answered.")
+            for index in sorted(pending):
+                child = self._child(revision, index)
+                if child and child.process.poll() is not None:
+                    child.pump.join(timeout=5)
+                    who = "The server" if len(revision.serving_replicas) == 1 else f"Replica {index + 1}'s server"
+                    raise StepFailed(f"{who} exited with code {child.process.returncode} before it became healthy: "
+                                     "see the deploy log.")
+                if _answers(revision, index):
+                    pending.discard(index)
+            if not pending:
                 return
             reason = ctx.should_stop()
             if reason:
@@ -227,46 +286,82 @@ class LocalProcessRunner:
                          f"{settings.DEPLOY_HEALTH_TIMEOUT_SECONDS} seconds.")
 
     def is_healthy(self, revision: Revision) -> bool:
-        if not revision.serving_port:
-            return False
-        try:
-            with httpx.Client(trust_env=False, timeout=2) as client:
-                response = client.get(f"http://127.0.0.1:{revision.serving_port}/ok")
-            return response.status_code == 200 and response.json().get("revision_id") == str(revision.id)
-        except (httpx.HTTPError, ValueError, AttributeError):
-            return False
+        return all(replica.healthy for replica in self.replica_health(revision))
 
     def is_running(self, revision: Revision) -> bool:
-        child = self._child(revision)
-        if child is not None:
-            return child.process.poll() is None
-        if not revision.serving_pid:
-            return False
-        return _is_revision_process(revision.serving_pid, revision.id)
+        return any(self._replica_running(revision, index, entry["pid"])
+                   for index, entry in enumerate(revision.serving_replicas) if entry)
 
-    def stop(self, revision: Revision) -> None:
+    def replica_health(self, revision: Revision) -> list[ReplicaHealth]:
+        recorded, health = revision.serving_replicas, []
+        for index in range(resources.revision_resources(revision).replicas):
+            entry = recorded[index] if index < len(recorded) else None
+            healthy = entry is not None and _answers(revision, index)
+            running = healthy or (entry is not None and self._replica_running(revision, index, entry["pid"]))
+            health.append(ReplicaHealth(index, healthy, running))
+        return health
+
+    def _replica_running(self, revision: Revision, index: int, pid: int) -> bool:
+        child = self._child(revision, index)
+        if child is not None and child.process.pid == pid:
+            return child.process.poll() is None
+        return _is_revision_process(pid, revision.id)
+
+    def restart_replica(self, ctx: StepContext, index: int) -> None:
+        revision = ctx.revision
+        if not revision.serving_token:
+            raise StepFailed("The revision has no serving token recorded; it must be started whole.")
+        self._stop_replica(revision, index)
+        wanted = resources.revision_resources(revision)
+        replica = self._spawn(ctx, self._launch(revision), index, revision.serving_token, wanted)
+        self.records.replica_set(revision=revision, index=index, **replica)
+        self._wait_replicas(ctx, [index])
+        ctx.log(f"Replica {index + 1} answers its health check again.")
+
+    def _stop_replica(self, revision: Revision, index: int) -> None:
         with self._lock:
-            child = self._children.pop(str(revision.id), None)
+            child = self._children.get(str(revision.id), {}).pop(index, None)
         if child is not None:
             stop_group(child.process)
             child.pump.join(timeout=5)
-        elif revision.serving_pid and _is_revision_process(revision.serving_pid, revision.id):
-            _stop_foreign(revision.serving_pid)
-        if revision.serving_pid or revision.serving_port:
+            return
+        recorded = revision.serving_replicas
+        entry = recorded[index] if index < len(recorded) else None
+        if entry and _is_revision_process(entry["pid"], revision.id):
+            _stop_foreign(entry["pid"])
+
+    def stop(self, revision: Revision) -> None:
+        with self._lock:
+            children = list(self._children.pop(str(revision.id), {}).values())
+        recorded = _recorded_replicas(revision)
+        own = [child for child in children if child.process.poll() is None]
+        own_pids = {child.process.pid for child in children}
+        foreign = [entry["pid"] for entry in recorded
+                   if entry["pid"] not in own_pids and _is_revision_process(entry["pid"], revision.id)]
+        # Every replica gets SIGTERM first, so that they all stop within one grace period, not one after another.
+        for pid in [child.process.pid for child in own] + foreign:
+            _signal_group(pid, signal.SIGTERM)
+        for child in children:
+            stop_group(child.process)
+            child.pump.join(timeout=5)
+        for pid in foreign:
+            _stop_foreign(pid)
+        if recorded or revision.serving_token:
             self.records.serving_set(revision=revision)
 
     def stop_strays(self, keep: set) -> None:
+        keep_ids = {str(k) for k in keep}
         with self._lock:
-            strays = [rid for rid in self._children if rid not in {str(k) for k in keep}]
+            strays = [rid for rid in self._children if rid not in keep_ids]
         for revision_id in strays:
             revision = Revision.objects.filter(id=revision_id).first()
             if revision is not None:
                 self.stop(revision)
-            else:
-                with self._lock:
-                    child = self._children.pop(revision_id, None)
-                if child:
-                    stop_group(child.process)
+                continue
+            with self._lock:
+                children = self._children.pop(revision_id, {})
+            for child in children.values():
+                stop_group(child.process)
 
     def drain(self, revision: Revision, *, timeout: float) -> int:
         """Wait until the revision's server has no request in flight (open streams included) or `timeout` passes;
@@ -281,14 +376,8 @@ class LocalProcessRunner:
             time.sleep(0.2)
 
     def _in_flight(self, revision: Revision) -> int:
-        if not revision.serving_port:
-            return 0
-        try:
-            with httpx.Client(trust_env=False, timeout=2) as client:
-                body = client.get(f"http://127.0.0.1:{revision.serving_port}/ok").json()
-            return int(body.get("in_flight", 0)) if body.get("revision_id") == str(revision.id) else 0
-        except (httpx.HTTPError, ValueError, AttributeError, TypeError):
-            return 0
+        """The requests in flight over all the revision's replicas (one that does not answer has none)."""
+        return sum(_replica_in_flight(revision, entry["port"]) for entry in _recorded_replicas(revision))
 
     def discard(self, revision: Revision) -> None:
         shutil.rmtree(self.dirs(revision).root, ignore_errors=True)
@@ -299,9 +388,85 @@ class LocalProcessRunner:
         return path if path.is_file() else None
 
     def upstream(self, revision: Revision) -> Upstream | None:
-        if not revision.serving_port or not revision.serving_token:
+        urls = tuple(f"http://127.0.0.1:{entry['port']}" for entry in revision.serving_replicas if entry)
+        if not urls or not revision.serving_token:
             return None
-        return Upstream(f"http://127.0.0.1:{revision.serving_port}", {"X-Serving-Token": revision.serving_token})
+        return Upstream(urls, {"X-Serving-Token": revision.serving_token})
+
+
+def _answers(revision: Revision, index: int) -> bool:
+    """Whether replica `index` of `revision` answers GET /ok as that revision's server."""
+    recorded = revision.serving_replicas
+    entry = recorded[index] if index < len(recorded) else None
+    if not entry:
+        return False
+    try:
+        with httpx.Client(trust_env=False, timeout=2) as client:
+            response = client.get(f"http://127.0.0.1:{entry['port']}/ok")
+        return response.status_code == 200 and response.json().get("revision_id") == str(revision.id)
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return False
+
+
+def _replica_in_flight(revision: Revision, port: int) -> int:
+    try:
+        with httpx.Client(trust_env=False, timeout=2) as client:
+            body = client.get(f"http://127.0.0.1:{port}/ok").json()
+        return int(body.get("in_flight", 0)) if body.get("revision_id") == str(revision.id) else 0
+    except (httpx.HTTPError, ValueError, AttributeError, TypeError):
+        return 0
+
+
+def _recorded_replicas(revision: Revision) -> list[dict]:
+    """The replicas recorded for a revision, as stored now (another worker may have restarted one)."""
+    stored = Revision.objects.filter(id=revision.id).values_list("serving_replicas", flat=True).first()
+    return [entry for entry in (revision.serving_replicas if stored is None else stored) if entry]
+
+
+def _log_resources(ctx: StepContext, revision: Revision, wanted: resources.Resources) -> None:
+    """Say what the revision is served with, and every field of its resource_spec this runner does not apply."""
+    processes = f"{wanted.replicas} serving process{'es' if wanted.replicas > 1 else ''} ({wanted.replicas_reason})"
+    memory = (f"a memory limit of {wanted.memory_limit_mb} MiB on each ({wanted.memory_reason})"
+              if wanted.memory_limit_mb else f"no memory limit ({wanted.memory_reason})")
+    ctx.log(f"Resources: {processes}, {memory}.")
+    spec = {field: value for field, value in (revision.resource_spec or {}).items() if value is not None}
+    # Applied (the line above): the replica count and the memory limit, which memory_mb sets without a limit.
+    has_limit = "memory_limit_mb" in spec and not resources.field_error("memory_limit_mb", spec["memory_limit_mb"])
+    applied = {"min_scale", "memory_limit_mb"} | (set() if has_limit else {"memory_mb"})
+    for field, value in spec.items():
+        if resources.field_error(field, value):  # stored by a version of the service that did not check it
+            reason = "it is out of range"
+        elif field in applied:
+            continue
+        else:
+            reason = _not_applied(field)
+        ctx.log(f"resource_spec.{field} ({json.dumps(value)[:80]}) is not applied: {reason}.", "WARNING")
+
+
+def _not_applied(field: str) -> str:
+    """Why the local runner does not apply a field of resource_spec."""
+    if field == "max_scale":
+        return "the local runner does not autoscale; it keeps min_scale processes running"
+    if field == "memory_mb":
+        return "a request, and the local runner reserves no memory (memory_limit_mb is the limit applied)"
+    if field in ("cpu", "cpu_limit"):
+        return "the local runner does not limit or reserve CPU"
+    if field.startswith("queue_"):
+        return "runs execute in each serving process's own executor; the local runner starts no queue workers"
+    if field.startswith("redis_"):
+        return "the local runner starts no Redis of a deployment's own"
+    if field.startswith("db_"):
+        return "the local runner does not size the deployment's database"
+    if field in resources.FIELDS:
+        return "a Kubernetes setting, and the local runner starts no containers"
+    return "it is not a field of LangSmith's ResourceSpec"
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _recorded_database(revision: Revision) -> databases.DeploymentDatabase:

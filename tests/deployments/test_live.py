@@ -167,7 +167,8 @@ def test_the_typical_flow_from_a_tarball_and_from_a_git_repository(stack_factory
     second_log = api.logs(deployment["id"], second, "deploy")
     assert second_log.index("Health check passed") < second_log.index("DEPLOYED")
     # The pipeline records the replacement just after the old process has stopped: wait for the line.
-    wait_for(lambda: "Replaced by revision #2; drained and stopped." in api.logs(deployment["id"], first, "deploy"), timeout=30)
+    wait_for(lambda: "Replaced by revision #2; drained and stopped." in api.logs(deployment["id"], first, "deploy"),
+             timeout=30)
     assert api.call("GET", f"/v2/deployments/{deployment['id']}")["source_config"]["custom_url"] == custom_url
 
     # The git deployment serves its commit too.

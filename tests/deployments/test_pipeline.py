@@ -119,14 +119,19 @@ def test_a_package_graph_with_an_already_installed_dependency_builds_offline(int
     assert "graph 'agent': OK" in build_log
 
 
-def test_the_reconciler_gives_a_busy_server_one_more_period_but_restarts_a_gone_one(internal_deployment):
+def test_the_reconciler_gives_a_busy_replica_one_more_period_but_restarts_a_gone_one(internal_deployment):
     from types import SimpleNamespace
 
+    from deployments.runners import ReplicaHealth
+
     revision = Revision.objects.get(id=internal_deployment()["latest_revision_id"])
-    busy = SimpleNamespace(is_healthy=lambda r: False, is_running=lambda r: True)
-    assert pipeline._needs_restart(busy, revision) is False
-    assert pipeline._needs_restart(busy, revision) is True
-    gone = SimpleNamespace(is_healthy=lambda r: False, is_running=lambda r: False)
-    assert pipeline._needs_restart(gone, revision) is True
-    healthy = SimpleNamespace(is_healthy=lambda r: True, is_running=lambda r: True)
-    assert pipeline._needs_restart(healthy, revision) is False
+    healthy, busy, gone = ReplicaHealth(0, True, True), ReplicaHealth(1, False, True), ReplicaHealth(2, False, False)
+    runner = SimpleNamespace(replica_health=lambda r: [healthy, busy, gone])
+    assert pipeline._replicas_to_restart(runner, revision) == ([2], 3)
+    # Still not answering one period later: restarted.
+    assert pipeline._replicas_to_restart(runner, revision) == ([1, 2], 3)
+    # Answering again in between: the busy one starts over with one more period.
+    runner = SimpleNamespace(replica_health=lambda r: [healthy, ReplicaHealth(1, True, True), gone])
+    assert pipeline._replicas_to_restart(runner, revision) == ([2], 3)
+    runner = SimpleNamespace(replica_health=lambda r: [healthy, busy, gone])
+    assert pipeline._replicas_to_restart(runner, revision) == ([2], 3)

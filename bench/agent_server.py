@@ -396,7 +396,7 @@ FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 # or the standard library's module. Packages that belong together share a label.
 PACKAGE_PLACES = {
     "psycopg": "psycopg (PostgreSQL driver)", "psycopg_binary": "psycopg (PostgreSQL driver)",
-    "psycopg_pool": "psycopg (PostgreSQL driver)", "django": "Django (request handling, ORM: see below)",
+    "psycopg_pool": "psycopg (PostgreSQL driver)", "django": "Django (request handling, signals, utilities)",
     "rest_framework": "DRF", "asgiref": "asgiref (sync/async hand-offs)", "langgraph": "LangGraph",
     "langchain_core": "langchain_core", "daphne": "Daphne, Twisted (HTTP)", "twisted": "Daphne, Twisted (HTTP)",
     "autobahn": "Daphne, Twisted (HTTP)", "channels": "channels", "ormsgpack": "LangGraph",
@@ -455,6 +455,9 @@ def summarise_profile(raw: str, runs: int, rate: int, top: int = 20) -> str:
     parts: Counter[str] = Counter()
     for frames, count in stacks:
         parts[place_of(frames[-1][1])] += count
+    small = [label for label, count in parts.items() if count / total < 0.01]
+    if len(small) > 1:  # below 1 % each: one row
+        parts[f"{len(small)} other places, each below 1 %"] = sum(parts.pop(label) for label in small)
     for label, count in parts.most_common():
         lines.append(f"| {label} | {count / total * ms_per_run:.2f} | {count / total:.0%} |")
     inclusive: Counter[str] = Counter()

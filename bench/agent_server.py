@@ -10,8 +10,9 @@ per repetition, with the official LangGraph Python SDK's async client (`langgrap
 * runs.stream (`--stream`): `POST /runs/stream` (`stream_mode="messages-tuple"`) on `chat`, whose scripted model
   answers the words of the input reversed, one chunk per word and per space: 1,000 words give 1,999 token chunks;
   time to first token, total time and tokens/s, every answer checked;
-* per scenario, each server's CPU time (utime + stime of all its process trees, from /proc) per run or per token,
-  and its peak RSS (VmHWM summed over its process trees, i.e. since start, read after each scenario).
+* per scenario, each server's CPU time (utime + stime of all its process trees, from /proc) per run or per token
+  (and the system time's share of it), and its peak RSS (VmHWM summed over its process trees, i.e. since start,
+  read after each scenario).
 
 The servers (`--servers`, comma-separated):
 
@@ -91,17 +92,19 @@ def process_tree(pid: int) -> list[int]:
     return tree
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of the tree, plus what its reaped children used (cutime + cstime of each)."""
-    total = 0
+def cpu_times(pid: int) -> tuple[float, float]:
+    """(user, system) seconds of the tree, each with what its reaped children used (utime + cutime, stime +
+    cstime)."""
+    user = system = 0
     for member in process_tree(pid):
         try:
             with open(f"/proc/{member}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+                fields = [int(x) for x in f.read().rsplit(")", 1)[1].split()[11:15]]
         except OSError:
             continue
-        total += sum(int(x) for x in fields[11:15])
-    return total / CLOCK_TICKS
+        user += fields[0] + fields[2]
+        system += fields[1] + fields[3]
+    return user / CLOCK_TICKS, system / CLOCK_TICKS
 
 
 def peak_rss_mib(pid: int) -> float:
@@ -128,8 +131,9 @@ class Server:
     health_path: str = "/ok"
     stateless: bool = True  # has `POST /runs/wait` without a thread
 
-    def cpu_seconds(self) -> float:
-        return sum(cpu_seconds(p.pid) for p in self.processes)
+    def cpu_times(self) -> tuple[float, float]:
+        times = [cpu_times(p.pid) for p in self.processes]
+        return sum(user for user, _ in times), sum(system for _, system in times)
 
     def peak_rss_mib(self) -> float:
         return sum(peak_rss_mib(p.pid) for p in self.processes)
@@ -358,9 +362,11 @@ async def runs_stream(server: Server, words: int) -> dict:
 
 
 def measured(server: Server, scenario, *args) -> dict:
-    cpu0 = server.cpu_seconds()
+    user0, system0 = server.cpu_times()
     result = asyncio.run(scenario(server, *args))
-    result["cpu_s"] = server.cpu_seconds() - cpu0
+    user1, system1 = server.cpu_times()
+    result["cpu_s"] = user1 - user0 + system1 - system0
+    result["system_share"] = (system1 - system0) / result["cpu_s"] if result["cpu_s"] else 0.0
     result["peak_rss_mib"] = server.peak_rss_mib()
     result["load"] = os.getloadavg()[0]
     return result
@@ -531,7 +537,8 @@ def report(out, rep: int, server: Server, scenario: str, result: dict) -> None:
                 f"  CPU {result['cpu_us_per_token']:6.0f} µs/token")
     else:
         line = (f"{result['runs_per_s']:7.1f} runs/s  p50 {result['p50_ms']:7.1f} ms  p99 {result['p99_ms']:7.1f} ms"
-                f"  CPU {result['cpu_ms_per_run']:6.2f} ms/run  errors {result['error_count']}")
+                f"  CPU {result['cpu_ms_per_run']:6.2f} ms/run ({result['system_share']:.0%} system)"
+                f"  errors {result['error_count']}")
         if result["errors"]:
             line += f" (first: {result['errors'][0]})"
     print(f"  rep {rep} {server.name:14s} {scenario:10s} {line}  peak RSS {result['peak_rss_mib']:5.0f} MiB  "
@@ -551,16 +558,14 @@ def print_table(rows: dict[str, dict[str, dict]], rep: int) -> None:
     ours = [n for n in names if n.startswith("ours")]
     ratios = [(o, p) for p in PEERS if p in rows for o in ours]
     print(f"\n### rep {rep}\n")
-    print("| scenario | metric | " + " | ".join(names) + " | "
-          + " | ".join(f"{o} ÷ {p}" for o, p in ratios) + " |")
+    print("| " + " | ".join(["scenario", "metric", *names, *(f"{o} ÷ {p}" for o, p in ratios)]) + " |")
     print("|---|---|" + "---|" * (len(names) + len(ratios)))
     for scenario in rows[names[0]]:
         for key, label in metrics_of(scenario):
-            values = [rows[n][scenario][key] for n in names]
+            values = [f"{rows[n][scenario][key]:,.1f}" for n in names]
             cells = [f"{rows[o][scenario][key] / rows[p][scenario][key]:.2f}×" if rows[p][scenario][key] else "–"
                      for o, p in ratios]
-            print(f"| {scenario} | {label} | " + " | ".join(f"{v:,.1f}" for v in values) + " | "
-                  + " | ".join(cells) + " |")
+            print("| " + " | ".join([scenario, label, *values, *cells]) + " |")
     if "aegra" in rows and "wait c=10" in rows["aegra"]:
         print("\nTargets against Aegra at C = 10:")
         for name in ours:

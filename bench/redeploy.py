@@ -31,6 +31,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 from bench_support import production_env, recreate_database, stop_process_group  # noqa: E402 - a sibling module
@@ -188,20 +189,24 @@ class Call:
     error: str | None
 
 
+def message(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "human", "content": text}]}
+
+
 async def wait_client(url: str, key: str, calls: list[Call], stop: asyncio.Event, number: int) -> None:
     from langgraph_sdk import get_client
 
-    client = get_client(url=url, api_key=key, timeout=httpx.Timeout(60, connect=10))
+    client = get_client(url=url, api_key=key, timeout=(10, 60, 60, 60))  # connect, read, write, pool
     i = 0
     try:
         while not stop.is_set():
             text, i = f"c{number} call {i}", i + 1
             began = time.monotonic()
             try:
-                result = await client.runs.wait(None, "echo", input={"messages": [{"role": "human",
-                                                                                   "content": text}]})
-                ok = isinstance(result, dict) and result.get("echo") == text
-                calls.append(Call(began, time.monotonic(), result.get("revision") if ok else None,
+                result = await client.runs.wait(None, "echo", input=message(text))
+                answer = result if isinstance(result, dict) else {}
+                ok = answer.get("echo") == text
+                calls.append(Call(began, time.monotonic(), answer.get("revision") if ok else None,
                                   None if ok else f"wrong answer: {str(result)[:200]}"))
             except Exception as exc:  # a failed call: counted and shown
                 calls.append(Call(began, time.monotonic(), None, f"{type(exc).__name__}: {exc}"[:300]))
@@ -213,7 +218,7 @@ async def wait_client(url: str, key: str, calls: list[Call], stop: asyncio.Event
 async def stream_client(url: str, key: str, calls: list[Call], stop: asyncio.Event, number: int) -> None:
     from langgraph_sdk import get_client
 
-    client = get_client(url=url, api_key=key, timeout=httpx.Timeout(60, connect=10))
+    client = get_client(url=url, api_key=key, timeout=(10, 60, 60, 60))  # connect, read, write, pool
     i = 0
     try:
         while not stop.is_set():
@@ -221,8 +226,7 @@ async def stream_client(url: str, key: str, calls: list[Call], stop: asyncio.Eve
             began = time.monotonic()
             last: dict = {}
             try:
-                async for part in client.runs.stream(None, "echo", stream_mode="values",
-                                                     input={"messages": [{"role": "human", "content": text}]}):
+                async for part in client.runs.stream(None, "echo", stream_mode="values", input=message(text)):
                     if part.event == "error":
                         raise RuntimeError(f"error event: {str(part.data)[:200]}")
                     if part.event == "values" and isinstance(part.data, dict):

@@ -25,6 +25,17 @@ def ensure_database(url: str) -> None:
             conn.execute(f'CREATE DATABASE "{name}"')
 
 
+def recreate_database(url: str) -> None:
+    """Drop the PostgreSQL database named in `url` (closing its sessions) and create it empty: a fresh start per run."""
+    import psycopg
+
+    name = urlsplit(url).path.lstrip("/")
+    maintenance = urlunsplit(urlsplit(url)._replace(path="/postgres"))
+    with psycopg.connect(maintenance, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
 def setup_django_on(backend: str, *, postgres_url: str, sqlite_path: Path) -> None:
     """Point Django at PostgreSQL (`postgres_url`) or at the SQLite file `sqlite_path`, and set it up."""
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"

@@ -48,7 +48,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Python's sqlite3 keeps 128 prepared statements per connection; the event log's bulk inserts (one statement
     # per batch size) filled them with large programs, several MiB per connection. 32 hold the hot queries.
     DATABASES["default"]["OPTIONS"]["cached_statements"] = 32
-    # Django closes the request thread's connection when a request ends (CONN_MAX_AGE 0); all requests share one
-    # thread here (deployments/serving/asgi.py), so every run's request opened a new SQLite connection (with its
-    # PRAGMAs and SQL functions) and lost its prepared statements. A local file has no server to time out.
-    DATABASES["default"]["CONN_MAX_AGE"] = None
+# Django closes the request thread's connection when a request ends (CONN_MAX_AGE 0); all requests share one thread
+# here (deployments/serving/asgi.py), so every run's request opened a new connection: on SQLite with its PRAGMAs and
+# SQL functions, on PostgreSQL a new server backend, and either way without its prepared statements. The one thread
+# keeps its connection; a PostgreSQL connection that the server dropped is found by the health check and replaced.
+DATABASES["default"]["CONN_MAX_AGE"] = None
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True

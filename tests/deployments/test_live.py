@@ -143,8 +143,11 @@ def test_the_typical_flow_from_a_tarball_and_from_a_git_repository(stack_factory
     values = run_graph(custom_url, owner, stream=True)
     env = values["env"]
     assert values["version"] == "v1" and env["MY_SECRET"] == "first-value"
-    # The served process never sees the service's secrets.
-    assert "DATABASE_URL" not in env and "REDIS_URL" not in env
+    # The served process never sees the service's secrets: its database is the deployment's own (on PostgreSQL a
+    # database and role named from the deployment), and the service's Redis comes with the deployment's key prefix.
+    database = env.get("DATABASE_URL") or env["SQLITE_PATH"]
+    assert deployment["id"].replace("-", "") in database or deployment["id"] in database, database
+    assert "REDIS_URL" not in env or deployment["id"].replace("-", "") in env["REDIS_KEY_PREFIX"]
     assert django_settings.SECRET_KEY not in env.values()
     assert not set(django_settings.FIELD_ENCRYPTION_KEY) & {v for part in env.values() for v in part.split(",")}
     assert env["LANGSMITH_PROJECT"] == "flow" and env["LANGSMITH_ENDPOINT"] == stack.url

@@ -104,13 +104,15 @@ def table_cells(line: str) -> list[str]:
 
 
 def table_blocks(markdown: str) -> list[tuple[int, list[str]]]:
-    """Runs of consecutive lines that start with `|`, outside fenced code, with the line number of each run's first."""
+    """Runs of consecutive lines that start with `|` (after any indent), outside fenced code, with the line number of
+    each run's first."""
     blocks: list[tuple[int, list[str]]] = []
     fenced, previous_was_row = False, False
     for number, line in enumerate(markdown.splitlines(), start=1):
         if line.lstrip().startswith("```"):
             fenced = not fenced
-        is_row = not fenced and line.startswith("|")
+        # Indented rows too: a table inside a list item (docs/deployments.md has some).
+        is_row = not fenced and line.lstrip().startswith("|")
         if is_row and previous_was_row:
             blocks[-1][1].append(line)
         elif is_row:
@@ -142,6 +144,8 @@ def test_the_table_check_flags_a_row_cut_off_from_its_table_and_a_row_with_a_cel
                                                               "| `B` | two |"]
     assert table_problems(table + "| `C` | `c | d` |\n") == ["line 4: 3 cells, the header has 2: | `C` | `c | d` |"]
     assert table_problems("```\n| not | a table |\n```\n") == []
+    assert table_problems("- a list item:\n\n  | A | B |\n  |---|---|\n  | 1 |\n") == [
+        "line 5: 1 cells, the header has 2:   | 1 |"]
 
 
 def test_every_table_row_of_the_readme_and_docs_belongs_to_a_table():

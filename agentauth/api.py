@@ -23,7 +23,6 @@ log = logging.getLogger("agentauth")
 PROVIDER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 # RFC 6749 §3.3: a scope token is visible ASCII without space, '"' or '\'.
 SCOPE_PATTERN = r"^[\x21\x23-\x5B\x5D-\x7E]{1,255}$"
-TAGS = ["Auth Service (v2)"]
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
 
@@ -50,7 +49,6 @@ UNREADABLE = ("A stored OAuth secret cannot be decrypted: FIELD_ENCRYPTION_KEY d
 class CredentialsUnreadable(ServiceError, status=503, detail=UNREADABLE): ...
 
 
-@extend_schema(tags=TAGS)
 class AuthApiView(APIView):
     """Every Auth Service endpoint needs `auth:manage`; an undecryptable secret is a clear 503, not a 500."""
 

@@ -21,7 +21,7 @@ from rest_framework.exceptions import APIException, Throttled
 from rest_framework.views import APIView
 
 from agentauth import frontend, services
-from agentauth.api import PROVIDER_ID_PATTERN, TAGS, HTTPValidationErrorSerializer, validate_query
+from agentauth.api import PROVIDER_ID_PATTERN, HTTPValidationErrorSerializer, validate_query
 from core.exceptions import RequestValidationError
 
 log = logging.getLogger("agentauth")
@@ -70,7 +70,7 @@ class BrowserFlowView(APIView):
 
 
 class AuthStartView(BrowserFlowView):
-    @extend_schema(operation_id="oauth_start", tags=TAGS, auth=[],
+    @extend_schema(operation_id="oauth_start", auth=[],
                    description="Opened in the user's browser (the `url` from authenticate). Binds this browser to "
                                "the flow with an HttpOnly cookie and redirects to the provider's authorization URL.",
                    responses={302: OpenApiResponse(description="To the provider, or to the frontend callback page "
@@ -105,7 +105,7 @@ class AuthCallbackView(BrowserFlowView):
 
     @extend_schema(parameters=[QuerySerializer, OpenApiParameter("provider_id", str, OpenApiParameter.PATH,
                                                                  pattern=PROVIDER_ID_PATTERN)],
-                   operation_id="oauth_callback", tags=TAGS, auth=[],
+                   operation_id="oauth_callback", auth=[],
                    description="The provider redirects the user's browser here. Exchanges the code for tokens, "
                                "then redirects to the frontend callback page with only `status` and `auth_id` "
                                "(or an `error` code).",

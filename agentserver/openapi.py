@@ -38,7 +38,9 @@ TAGS = [
 SETTINGS = {
     "TITLE": "Agent Server API",
     "DESCRIPTION": "LangChain's Agent Server API (langgraph-api 0.16), as this server serves it. Authenticate with "
-                   "an API key that has the `chat:use` permission in `X-Api-Key`.",
+                   "an API key that has the `chat:use` permission in `X-Api-Key`.\n\nThe service's own REST API "
+                   "(deployments, bulk exports, traces, OAuth, workspaces) has its reference at "
+                   "[/api/reference/](/api/reference/).",
     "VERSION": AGENT_SERVER_API_VERSION,
     "PREPROCESSING_HOOKS": [],
     "POSTPROCESSING_HOOKS": [],

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from core.views import favicon, healthz
@@ -11,7 +12,10 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("favicon.ico", favicon, name="favicon"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    # The service's REST API. Not /api/docs/: /api/docs (no slash) is the Agent Server API's page (agentserver.urls),
+    # where `langgraph dev` has it under the API's mount; the old address redirects.
+    path("api/reference/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("api/docs/", RedirectView.as_view(pattern_name="swagger-ui", permanent=True)),
     path("", include("accounts.urls")),
     path("", include("exports.destinations.urls")),
     path("", include("exports.bulk_exports.urls")),

@@ -63,7 +63,7 @@ class BodyLimitMiddleware:
 
 
 def _is_browser_route(path: str) -> bool:
-    return path.startswith(("/admin/", "/static/", "/accounts/", "/api/docs"))
+    return path.startswith(("/admin/", "/static/", "/accounts/", "/api/docs", "/api/reference/"))
 
 
 class JsonErrorPagesMiddleware:

@@ -13,6 +13,9 @@ from the shared machinery is added here, once, so that the schema cannot drift f
 - what DRF's fields refuse without saying so in their schema: a NUL character in any text, a
   whitespace-only value where blanks are refused, unknown keys (serializers with
   `forbids_unknown_keys`), and an empty value of an optional query parameter, which counts as absent.
+
+Each operation is tagged with its resource (RESOURCE_TAGS), which is how Swagger UI groups them, rather than by
+the path's first segment (`api`, `v1`, `v2`).
 """
 
 from __future__ import annotations
@@ -45,6 +48,36 @@ _MESSAGES = {
     415: "The body's media type is not one this operation reads.",
     422: "The request does not validate; `detail` lists each problem with its location.",
     429: "Too many requests; retry after the number of seconds in Retry-After.",
+}
+
+
+# The resource an operation belongs to, by the start of its path: the first that matches wins.
+RESOURCE_TAGS = [
+    ("/v2/deployments/{deployment_id}/revisions", "Revisions"),
+    ("/v1/projects/", "Revisions"),  # the build and deploy logs `langgraph deploy` reads
+    ("/v2/deployments", "Deployments"),
+    ("/api/v1/bulk-exports/destinations", "Bulk export destinations"),
+    ("/api/v1/bulk-exports", "Bulk exports"),
+    ("/api/v1/sessions", "Tracing projects"),
+    ("/api/v1/runs", "Traces"),
+    ("/runs", "Traces"),
+    ("/api/v1/info", "Traces"),
+    ("/info", "Traces"),
+    ("/v2/auth", "OAuth"),
+    ("/api/v1/workspaces", "Workspaces"),
+    ("/api/schema/", "API reference"),
+    ("/api/reference/", "API reference"),
+]
+TAG_DESCRIPTIONS = {
+    "Deployments": "LangSmith's deployments API: a LangGraph project built and served at a stable URL.",
+    "Revisions": "Each build of a deployment's source: its status, logs, redeploys.",
+    "Bulk export destinations": "S3 or S3-compatible stores that bulk exports write Parquet files to.",
+    "Bulk exports": "Exports of a tracing project's runs over a time range, and their export runs.",
+    "Tracing projects": "Tracing projects (sessions) and their run counts.",
+    "Traces": "Run ingestion in LangSmith's format: what the `langsmith` SDK sends.",
+    "OAuth": "Providers, and the third-party tokens the service keeps for agents' users.",
+    "Workspaces": "The workspaces an API key may act in.",
+    "API reference": "This page and the OpenAPI schema it shows.",
 }
 
 
@@ -103,6 +136,11 @@ class ServiceAutoSchema(AutoSchema):
         self._complete_responses(operation["responses"], statuses)
         operation["responses"] = dict(sorted(operation["responses"].items()))
         return operation
+
+    def get_tags(self) -> list[str]:
+        if getattr(self.view, "documented_separately", False):
+            return super().get_tags()
+        return [next((tag for prefix, tag in RESOURCE_TAGS if self.path.startswith(prefix)), "Other")]
 
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
@@ -193,6 +231,14 @@ def exclude_separately_documented(endpoints: list) -> list:
     is not described by this schema's shared errors and security."""
     return [endpoint for endpoint in endpoints
             if not getattr(getattr(endpoint[3], "cls", None), "documented_separately", False)]
+
+
+def resource_tags(result, generator, request, public):
+    """A postprocessing hook: the used tags, described, in TAG_DESCRIPTIONS' order (Swagger UI shows them so)."""
+    used = {tag for item in result["paths"].values() for operation in item.values() for tag in operation["tags"]}
+    result["tags"] = [{"name": tag, "description": description} for tag, description in TAG_DESCRIPTIONS.items()
+                      if tag in used]
+    return result
 
 
 class ServiceSchemaGenerator(SchemaGenerator):

@@ -241,8 +241,12 @@ REST_FRAMEWORK = {
 }
 
 SPECTACULAR_SETTINGS = {
-    "TITLE": "LangGraph agent operations service",
-    "DESCRIPTION": "Deployment control plane, bulk export of trace data and streaming chat.",
+    "TITLE": "Agent operations service: REST API",
+    "DESCRIPTION": "The service's own REST API: the deployment control plane, bulk export of trace data, the trace "
+                   "store, OAuth and workspaces.\n\nNot here: the **Agent Server API** (assistants, threads, runs, "
+                   "crons, store) that the service's deep agent answers under `/api` and every deployment at its "
+                   "URL. Its reference is at [/api/docs](/api/docs), and at `{deployment URL}/docs` for a "
+                   "deployment.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -254,6 +258,8 @@ SPECTACULAR_SETTINGS = {
     "DEFAULT_GENERATOR_CLASS": "core.openapi.ServiceSchemaGenerator",
     # The Agent Server API under /api (agentserver) answers in the Agent Server's shapes, not this schema's.
     "PREPROCESSING_HOOKS": ["core.openapi.exclude_separately_documented"],
+    # Operations grouped by resource (deployments, bulk exports, traces, OAuth…), not by `api`, `v1`, `v2`.
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "core.openapi.resource_tags"],
     # deployments' ids match like `str` (a non-UUID is a 422, not a 404) but are UUIDs.
     "PATH_CONVERTER_OVERRIDES": {"uuidtext": {"type": "string", "format": "uuid"}},
     # One name for a choice set that several fields share (source and revision_source).

@@ -40,6 +40,10 @@ _DROP_REQUEST = {"host", "connection", "keep-alive", "proxy-authorization", "pro
 _DROP_RESPONSE = {"connection", "keep-alive", "transfer-encoding", "upgrade", "trailer", "content-length",
                   "set-cookie"}
 MISSING_KEY = "Missing API key: send it in the X-Api-Key header."
+# A browser opening the deployment's /docs sends no key: say where the same page needs none.
+DOCS_NEED_KEY = (f"{MISSING_KEY} A browser sends none: the same reference page (the Agent Server API's operations) "
+                 "needs no key at /api/docs, and this deployment's own document is at: "
+                 "curl -H 'X-Api-Key: <key>' <deployment URL>/openapi.json")
 _TIMEOUT = httpx.Timeout(connect=5.0, read=None, write=30.0, pool=5.0)
 # Whose turn it is among a revision's replicas (one counter for all revisions: only the spread matters).
 _turns = itertools.count()
@@ -56,7 +60,7 @@ def _resolve(request, deployment_id: str):
         return _preflight_upstream(deployment_id)
     principal = principal_from_headers(request.headers.get("X-Api-Key"), request.headers.get("X-Tenant-Id"))
     if principal is None:
-        raise _Reject(401, MISSING_KEY)
+        raise _Reject(401, DOCS_NEED_KEY if request.path.endswith(f"{deployment_id}/docs") else MISSING_KEY)
     workspace = principal.workspace
     if not principal.has_permission("chat:use"):
         raise _Reject(403, "This API key lacks the 'chat:use' permission.")

@@ -36,6 +36,31 @@ def test_every_operation_but_the_public_ones_needs_an_api_key_and_documents_401_
     assert public == PUBLIC
 
 
+def test_swagger_ui_groups_the_operations_by_resource_not_by_path_segment(schema):
+    tags = {(method, path): operation["tags"] for method, path, operation in operations(schema)}
+    assert {tag for names in tags.values() for tag in names} == {tag["name"] for tag in schema["tags"]} == {
+        "Deployments", "Revisions", "Bulk export destinations", "Bulk exports", "Tracing projects", "Traces", "OAuth",
+        "Workspaces"}
+    assert all(len(names) == 1 for names in tags.values()), tags
+    assert tags[("post", "/v2/deployments")] == tags[("put", "/v2/deployments/uploads/{object_path}")] == [
+        "Deployments"]
+    assert tags[("get", "/v2/deployments/{deployment_id}/revisions/{revision_id}/logs")] == ["Revisions"]
+    assert tags[("post", "/api/v1/bulk-exports/destinations")] == ["Bulk export destinations"]
+    assert tags[("get", "/api/v1/bulk-exports/runs")] == ["Bulk exports"]
+    assert tags[("post", "/runs/multipart")] == tags[("post", "/api/v1/runs/batch")] == ["Traces"]
+    assert tags[("get", "/v2/auth/callback/{provider_id}")] == tags[("delete", "/v2/auth/tokens")] == ["OAuth"]
+    assert tags[("get", "/api/v1/workspaces/current")] == ["Workspaces"]
+
+
+def test_the_rest_reference_and_the_agent_server_reference_have_their_own_titles_and_link_each_other(schema):
+    from agentserver.openapi import agent_server_document
+
+    agent_server = agent_server_document()["info"]
+    assert schema["info"]["title"] != agent_server["title"] == "Agent Server API"
+    assert "[/api/docs](/api/docs)" in schema["info"]["description"]
+    assert "[/api/reference/](/api/reference/)" in agent_server["description"]
+
+
 def test_x_tenant_id_is_an_optional_uuid_header_everywhere(schema):
     for method, path, operation in operations(schema):
         if (method, path) in PUBLIC:

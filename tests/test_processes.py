@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -71,6 +72,36 @@ def test_serve_on_any_port_hands_out_upload_urls_on_that_port_when_public_base_u
         assert put.status_code == 200, put.text
     finally:
         assert serve.stop() == 0
+
+
+def test_serve_sh_on_a_taken_port_exits_at_once_naming_the_port_and_the_option_and_leaves_no_process(tmp_path):
+    env = {**os.environ, "DATA_DIR": str(tmp_path), "DATABASE_URL": "", "PYTHONUNBUFFERED": "1"}
+    env.pop("TEST_DB_SUFFIX", None)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        process = subprocess.Popen([str(BASE_DIR / "scripts" / "serve.sh"), "--port", str(port)], cwd=BASE_DIR,
+                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   start_new_session=True)
+        try:
+            # Bounded only so a regression (the old restart loop) fails instead of hanging the suite.
+            output, _ = process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate()
+            pytest.fail(f"serve.sh kept running on a taken port:\n{output[-3000:]}")
+    assert process.returncode != 0, output
+    assert f"Port {port} on 127.0.0.1 is not available" in output and "--port" in output, output
+    assert "restarting" not in output and "Serving on" not in output, output
+    assert _session_processes(process.pid) == []
+
+
+def _session_processes(session: int) -> list[str]:
+    """Every live process of a session (the children `serve` would have started), by its command line."""
+    result = subprocess.run(["ps", "-e", "-o", "sid=,args="], capture_output=True, text=True, check=True)
+    return [args for sid, _, args in (line.strip().partition(" ") for line in result.stdout.splitlines())
+            if sid == str(session)]
 
 
 @pytest.mark.parametrize("environ, host, url", [

@@ -116,11 +116,20 @@ def test_the_openapi_schema_generates_without_warnings(tmp_path):
 
 @pytest.mark.django_db
 def test_swagger_ui_is_served_with_local_assets(client):
-    page = client.get("/api/docs/")
+    page = client.get("/api/reference/")
     assert page.status_code == 200
     assert b"drf_spectacular_sidecar" in page.content or b"/static/" in page.content
     assert b"cdn.jsdelivr" not in page.content
     assert client.get("/api/schema/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_the_rest_reference_moved_off_the_agent_server_pages_path_and_its_old_address_redirects(client):
+    rest, agent_server = client.get("/api/reference/"), client.get("/api/docs")
+    assert b"<title>Agent operations service: REST API</title>" in rest.content
+    assert b"<title>Agent Server API</title>" in agent_server.content
+    old = client.get("/api/docs/")
+    assert old.status_code == 301 and old["Location"] == "/api/reference/"
 
 
 @pytest.mark.django_db

@@ -20,8 +20,6 @@ from tracing import selectors, services, wire
 from tracing.timing import Stopwatch
 from tracing.validation import run_op_from_wire
 
-TAG = ["tracing"]
-
 
 class InfoApi(APIView):
     """What the SDK asks before it sends traces: multipart ingestion, zstd, and the batch size limit."""
@@ -38,7 +36,7 @@ class InfoApi(APIView):
         class Meta:
             ref_name = "TracingInfo"
 
-    @extend_schema(responses=OutputSerializer, tags=TAG)
+    @extend_schema(responses=OutputSerializer)
     def get(self, request):
         return Response({
             "version": settings.SPECTACULAR_SETTINGS["VERSION"],
@@ -148,7 +146,7 @@ class RunsBatchApi(_IngestApi):
         class Meta:
             ref_name = "TracingRunBatch"
 
-    @extend_schema(request=InputSerializer, responses={202: IngestOutputSerializer}, tags=TAG,
+    @extend_schema(request=InputSerializer, responses={202: IngestOutputSerializer},
                    description="Create and update runs in one batch; atomic: one invalid run rejects the batch.")
     def post(self, request):
         return self.ingest(request, wire.batch_from_json)
@@ -158,7 +156,7 @@ class RunsMultipartApi(_IngestApi):
     parser_classes = [MultiPartParser]
 
     @extend_schema(request={"multipart/form-data": OpenApiTypes.OBJECT}, responses={202: IngestOutputSerializer},
-                   tags=TAG, description="The SDK's multipart format (parts `post.<id>`, `patch.<id>`, "
+                   description="The SDK's multipart format (parts `post.<id>`, `patch.<id>`, "
                    "`post.<id>.inputs` …), plain or with `Content-Encoding: zstd`. Atomic like /runs/batch.")
     def post(self, request):
         content_type = request.headers.get("Content-Type", "")
@@ -168,7 +166,7 @@ class RunsMultipartApi(_IngestApi):
 class RunCreateApi(_IngestApi):
     parser_classes = [JSONParser]
 
-    @extend_schema(request=RunInputSerializer, responses={202: IngestOutputSerializer}, tags=TAG)
+    @extend_schema(request=RunInputSerializer, responses={202: IngestOutputSerializer})
     def post(self, request):
         return self.ingest(request, _single_run, kind="post")
 
@@ -176,7 +174,7 @@ class RunCreateApi(_IngestApi):
 class RunUpdateApi(_IngestApi):
     parser_classes = [JSONParser]
 
-    @extend_schema(request=RunInputSerializer(partial=True), responses={202: IngestOutputSerializer}, tags=TAG)
+    @extend_schema(request=RunInputSerializer(partial=True), responses={202: IngestOutputSerializer})
     def patch(self, request, run_id):
         return self.ingest(request, _single_run, kind="patch", run_id=run_id)
 
@@ -226,7 +224,7 @@ class RunDetailApi(APIView):
 
     OutputSerializer = RunOutputSerializer
 
-    @extend_schema(responses=OutputSerializer, tags=TAG)
+    @extend_schema(responses=OutputSerializer)
     def get(self, request, run_id):
         run = selectors.run_get(workspace=request.user.workspace, run_id=run_id)
         return Response(self.OutputSerializer(run).data)
@@ -252,7 +250,7 @@ class SessionListApi(APIView):
 
     OutputSerializer = SessionOutputSerializer
 
-    @extend_schema(parameters=[FilterSerializer], responses=OutputSerializer(many=True), tags=TAG)
+    @extend_schema(parameters=[FilterSerializer], responses=OutputSerializer(many=True))
     def get(self, request):
         params = validated_query(self.FilterSerializer, request.query_params)
         projects = selectors.project_list(workspace=request.user.workspace, name=params.get("name"))
@@ -271,7 +269,7 @@ class SessionDetailApi(APIView):
         class Meta:
             ref_name = "TracingSessionWithStats"
 
-    @extend_schema(responses=OutputSerializer, tags=TAG)
+    @extend_schema(responses=OutputSerializer)
     def get(self, request, session_id):
         project = selectors.project_get(workspace=request.user.workspace, project_id=session_id)
         return Response(self.OutputSerializer(project).data)

@@ -22,7 +22,6 @@ from exports.bulk_exports import filters, layout, selectors, services
 from exports.bulk_exports.models import BulkExport, BulkExportRun, ExportStatus
 from tracing.selectors import EXPORT_FIELDS
 
-TAGS = ["bulk-exports"]
 MAX_RANGE = timedelta(days=3660)
 _NOT_FOUND = OpenApiResponse(description="No such export (or destination, or project) in this workspace")
 
@@ -116,7 +115,6 @@ class ExportRunOutputSerializer(serializers.Serializer):
         return ExportRunMetadataSerializer(data).data
 
 
-@extend_schema(tags=TAGS)
 class BulkExportApi(APIView):
     # No docstring: drf-spectacular would describe every bulk-export operation with it.
     OutputSerializer: type[serializers.Serializer] = BulkExportOutputSerializer
@@ -128,7 +126,7 @@ class BulkExportApi(APIView):
 
 BulkExportListApi = workspace_list_api("BulkExportListApi", select=selectors.export_list,
                                        output=BulkExportOutputSerializer, permission="bulk-exports:read",
-                                       operation_id="list_bulk_exports", tags=TAGS)
+                                       operation_id="list_bulk_exports")
 
 
 class BulkExportCreateApi(BulkExportApi):

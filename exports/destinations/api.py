@@ -24,7 +24,6 @@ from exports.destinations.serializers import (
     refuse_role_arn,
 )
 
-TAGS = ["bulk-exports"]
 _ERRORS = {400: OpenApiResponse(description="The test write failed: `Failed to validate S3 destination: …`"),
            404: OpenApiResponse(description="No such destination in this workspace"),
            429: OpenApiResponse(description="Too many test writes (scope `destination-validation`); a request "
@@ -53,7 +52,7 @@ class DestinationOutputSerializer(CachedFieldsSerializer):
 
 DestinationListApi = workspace_list_api("DestinationListApi", select=selectors.destination_list,
                                         output=DestinationOutputSerializer, permission="bulk-exports:read",
-                                        operation_id="list_bulk_export_destinations", tags=TAGS)
+                                        operation_id="list_bulk_export_destinations")
 
 
 class DestinationCreateApi(APIView):
@@ -83,7 +82,7 @@ class DestinationCreateApi(APIView):
     OutputSerializer = DestinationOutputSerializer
 
     @extend_schema(request=InputSerializer, responses={200: OutputSerializer, 400: _ERRORS[400], 429: _ERRORS[429]},
-                   operation_id="create_bulk_export_destination", tags=TAGS)
+                   operation_id="create_bulk_export_destination")
     def post(self, request):
         values = validated(self.InputSerializer, request.data)
         destination = services.destination_create(
@@ -102,8 +101,7 @@ class DestinationDetailApi(APIView):
 
     OutputSerializer = DestinationOutputSerializer
 
-    @extend_schema(responses={200: OutputSerializer, 404: _ERRORS[404]}, operation_id="get_bulk_export_destination",
-                   tags=TAGS)
+    @extend_schema(responses={200: OutputSerializer, 404: _ERRORS[404]}, operation_id="get_bulk_export_destination")
     def get(self, request, destination_id):
         destination = selectors.destination_get(workspace=request.user.workspace, destination_id=destination_id)
         return Response(self.OutputSerializer(destination).data)
@@ -144,7 +142,7 @@ class DestinationCredentialsUpdateApi(APIView):
             ref_name = "BulkExportDestinationUpdated"
 
     @extend_schema(request=InputSerializer, responses={200: OutputSerializer, **_ERRORS},
-                   operation_id="update_bulk_export_destination", tags=TAGS)
+                   operation_id="update_bulk_export_destination")
     def patch(self, request, destination_id):
         destination = selectors.destination_get(workspace=request.user.workspace, destination_id=destination_id)
         values = validated(self.InputSerializer, request.data)
@@ -160,7 +158,7 @@ class DestinationDeleteApi(APIView):
 
     @extend_schema(request=None, responses={204: None, 404: _ERRORS[404],
                                             409: OpenApiResponse(description="An unfinished export uses it")},
-                   operation_id="delete_bulk_export_destination", tags=TAGS)
+                   operation_id="delete_bulk_export_destination")
     def delete(self, request, destination_id):
         destination = selectors.destination_get(workspace=request.user.workspace, destination_id=destination_id)
         services.destination_delete(destination=destination)

@@ -32,6 +32,16 @@ def test_a_call_without_a_key_is_401(empty_deployment):
     assert response.content == b'{"detail": "Missing API key: send it in the X-Api-Key header."}'
 
 
+def test_a_browser_opening_a_deployments_docs_without_a_key_is_told_where_the_page_needs_none(empty_deployment):
+    response = APIClient().get(f"/deployments/{empty_deployment['id']}/docs", HTTP_ACCEPT="text/html")
+    assert response.status_code == 401
+    detail = response.json()["detail"]
+    assert detail.startswith("Missing API key: send it in the X-Api-Key header.")
+    assert "/api/docs" in detail and "curl -H 'X-Api-Key: <key>'" in detail
+    # The page itself still needs the key: nothing of the deployment is served without it.
+    assert "/api/docs" not in APIClient().get(f"/deployments/{empty_deployment['id']}/openapi.json").json()["detail"]
+
+
 def test_a_key_without_chat_use_is_403(empty_deployment, workspace):
     response = key_client(workspace, ["deployments:read"]).get(f"/deployments/{empty_deployment['id']}/api/threads")
     assert response.status_code == 403

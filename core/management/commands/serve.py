@@ -41,6 +41,9 @@ class Child:
                                         env={**self.env, "PROCESS_IDENTITY": self.identity})
         self.out.write(f"started {self.name} (pid {self.process.pid})\n")
 
+    def exited(self) -> bool:
+        return self.process is not None and self.process.poll() is not None
+
     def supervise(self) -> None:
         if self.process is None or self.process.poll() is None:
             return
@@ -69,6 +72,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, host, port, workers, no_setup, **options):
         lock = _hold_port_lock(port)
+        _check_port_free(host, port)
         if not no_setup:
             self._setup()
         prefix = f"{socket.gethostname()}:serve-{port}"
@@ -83,15 +87,20 @@ class Command(BaseCommand):
         for child in children:
             child.start()
         self.stdout.write(f"Serving on http://{host}:{port} (Ctrl-C stops everything)\n")
-        while not stopping:
+        try:
+            while not stopping:
+                # A Daphne that exited because another process took its port would fail every restart.
+                if children[0].exited():
+                    _check_port_free(host, port)
+                for child in children:
+                    child.supervise()
+                time.sleep(0.3)
+        finally:
+            self.stdout.write("stopping...\n")
             for child in children:
-                child.supervise()
-            time.sleep(0.3)
-        self.stdout.write("stopping...\n")
-        for child in children:
-            child.stop(timeout=15)
-        self.stdout.write("stopped\n")
-        lock.close()
+                child.stop(timeout=15)
+            self.stdout.write("stopped\n")
+            lock.close()
 
     def _setup(self) -> None:
         call_command("migrate", interactive=False, verbosity=0)
@@ -110,6 +119,21 @@ def children_environment(environ, host: str, port: int) -> dict[str, str]:
         reachable = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
         env["PUBLIC_BASE_URL"] = f"http://{f'[{reachable}]' if ':' in reachable else reachable}:{port}"
     return env
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Fail at once when something else listens on the address: Daphne would exit on it, and its supervisor restart
+    it forever, while the worker kept running. Binds the way Daphne (Twisted) does, with SO_REUSEADDR, so a port whose
+    last connections are in TIME_WAIT counts as free, as it is for Daphne."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as error:
+            raise CommandError(
+                f"Port {port} on {host} is not available ({error.strerror}). Stop what listens there, or serve on "
+                f"another port with --port: ./scripts/serve.sh --port {port + 1}") from None
 
 
 def _hold_port_lock(port: int):

@@ -22,7 +22,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from deployments.langgraph_config import ProjectConfig
-from deployments.processes import run_logged
+from deployments.processes import LineWriter, run_logged
 
 
 class BuildFailed(Exception):
@@ -106,11 +106,25 @@ def pip_install(*, python: Path, arguments: list[str], constraints: Path, env: d
     command = [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-input", "--progress-bar", "off",
                "-c", str(constraints), *shlex.split(settings.DEPLOY_PIP_ARGS), *arguments]
     sink.write("$ pip install " + " ".join(shlex.quote(a) for a in arguments))
-    code = run_logged(command, env=env, cwd=cwd, sink=sink, should_stop=should_stop,
+    code = run_logged(command, env=env, cwd=cwd, sink=_PipLevels(sink), should_stop=should_stop,
                       timeout=settings.DEPLOY_BUILD_TIMEOUT_SECONDS)
     if code != 0:
         conflict = next((line for line in sink.tail if "conflict" in line.lower()), "")
-        raise BuildFailed(f"Installing the dependencies failed (pip exited with {code}). {conflict}".strip())
+        reason = conflict or next((line for line in reversed(sink.tail) if line.startswith("ERROR: ")), "")
+        raise BuildFailed(f"Installing the dependencies failed (pip exited with {code}). {reason}".strip())
+
+
+class _PipLevels:
+    """pip's output on its way to the build log, its own `ERROR: ` lines at ERROR: the ones a failure is in."""
+
+    def __init__(self, sink: LineWriter):
+        self._sink = sink
+
+    def write(self, line: str, level: str = "INFO") -> None:
+        self._sink.write(line, "ERROR" if line.startswith("ERROR: ") else level)
+
+    def flush(self) -> None:
+        self._sink.flush()
 
 
 def check_graphs(*, python: Path, config: ProjectConfig, env: dict, sink, should_stop) -> None:

@@ -14,6 +14,7 @@ import shlex
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from importlib import metadata
 from pathlib import Path
 
@@ -128,12 +129,22 @@ class _PipLevels:
 
 
 def check_graphs(*, python: Path, config: ProjectConfig, env: dict, sink, should_stop) -> None:
-    """Import and compile every graph in a subprocess of the revision's environment."""
-    command = [str(python), str(Path(settings.BASE_DIR) / "manage.py"), "check_graphs", "--config", str(config.path)]
-    code = run_logged(command, env=env, cwd=config.directory, sink=sink, should_stop=should_stop,
-                      timeout=settings.DEPLOY_BUILD_TIMEOUT_SECONDS)
-    if code != 0:
-        # The command's own one-line reason (CommandError), when it gave one.
-        reason = next((line.removeprefix("CommandError: ") for line in reversed(sink.tail)
-                       if line.startswith("CommandError: ")), "")
-        raise BuildFailed(f"Loading the project failed (exit code {code}): {reason or 'see the build log.'}")
+    """Import and compile every graph in a subprocess of the revision's environment.
+
+    Its failure report (the reason, then the traceback of the project's own code) comes in a file of its own and is
+    logged at ERROR; the lines the project printed meanwhile stay INFO.
+    """
+    with tempfile.TemporaryDirectory(prefix="check-graphs-") as scratch:
+        report = Path(scratch) / "report.txt"
+        command = [str(python), str(Path(settings.BASE_DIR) / "manage.py"), "check_graphs",
+                   "--config", str(config.path), "--report", str(report)]
+        code = run_logged(command, env=env, cwd=config.directory, sink=sink, should_stop=should_stop,
+                          timeout=settings.DEPLOY_BUILD_TIMEOUT_SECONDS)
+        lines = report.read_text(errors="replace").splitlines() if report.is_file() else []
+    if code == 0:
+        return
+    for line in lines[1:]:
+        sink.write(line, "ERROR")
+    sink.flush()
+    reason = lines[0] if lines else f"the check exited with code {code}; see the build log."
+    raise BuildFailed(f"Loading the project failed: {reason}")

@@ -146,5 +146,5 @@ def check_graphs(*, python: Path, config: ProjectConfig, env: dict, sink, should
     for line in lines[1:]:
         sink.write(line, "ERROR")
     sink.flush()
-    reason = lines[0] if lines else f"the check exited with code {code}; see the build log."
-    raise BuildFailed(f"Loading the project failed: {reason}")
+    # The report's first line names what failed ("Graph 'agent' failed to load: src/agent/graph.py, line 3: …").
+    raise BuildFailed(lines[0] if lines else f"Loading the project failed (exit code {code}): see the build log.")

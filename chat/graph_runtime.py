@@ -29,6 +29,8 @@ from langgraph.stream.transformers import CheckpointsTransformer, TasksTransform
 BASE_TRANSFORMERS: tuple = (CheckpointsTransformer, UpdatesTransformer, TasksTransformer)
 # The name CHAT_GRAPH (or a single `configure(spec)`) is served under, as in a one-graph langgraph.json.
 DEFAULT_GRAPH_NAME = "agent"
+# The start of the module name a `./file.py` graph is imported under (the rest is a hash of its path).
+MODULE_PREFIX = "chat_graph_"
 
 
 class GraphLoadError(RuntimeError):
@@ -89,9 +91,14 @@ def import_object(spec: str, *, what: str = "Graph spec") -> tuple[Any, Any]:
     target: Any = module
     for part in attr.split("."):
         if not hasattr(target, part):
-            raise GraphLoadError(f"{what} {spec!r}: {module.__name__} has no attribute {attr!r}.")
+            raise GraphLoadError(f"{what} {spec!r}: {_module_label(module, spec)} has no attribute {attr!r}.")
         target = getattr(target, part)
     return module, target
+
+
+def _module_label(module: Any, spec: str) -> str:
+    """The module as the spec names it: a file's path, not the internal name it is imported under."""
+    return spec.strip().rpartition(":")[0] if module.__name__.startswith(MODULE_PREFIX) else module.__name__
 
 
 def _import_target(spec: str, what: str):
@@ -112,7 +119,7 @@ def _import_file(raw_path: str, spec: str, what: str):
     found = next((p.resolve() for p in candidates if p.is_file()), None)
     if found is None:
         raise GraphLoadError(f"{what} {spec!r}: no file {raw_path} (looked in {', '.join(map(str, candidates))}).")
-    name = "chat_graph_" + hashlib.sha256(str(found).encode()).hexdigest()[:12]
+    name = MODULE_PREFIX + hashlib.sha256(str(found).encode()).hexdigest()[:12]
     if name in sys.modules:
         return sys.modules[name]
     module_spec = importlib.util.spec_from_file_location(name, found)

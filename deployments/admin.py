@@ -55,7 +55,9 @@ def revision_badge(revision: Revision, active_revision_id):
 class RevisionColumns:
     """The columns a revision's row shows, in the deployment's inline and in the revisions' list."""
 
-    message_width = 60  # characters of the status message
+    # Characters of the status message in a list (all of it on hover): enough for a build failure's one-line reason,
+    # `Graph 'agent' failed to load: src/agent/graph.py, line 19: SyntaxError: expected ':'`.
+    message_width = 120
 
     @admin.display(description="status", ordering="status")
     def honest_status(self, obj):
@@ -191,13 +193,17 @@ class RevisionAdmin(RevisionColumns, ObjectButtonsMixin, ReadOnlyAdmin):
                    "source", "deployment__workspace"]
     search_fields = ["=id", "deployment__name"]
     list_select_related = ["deployment"]
-    fields = ("id", "deployment", "number", "honest_status", "message", "source", "repo_url",
+    fields = ("id", "deployment", "number", "honest_status", "whole_message", "source", "repo_url",
               "repo_ref", "repo_commit_sha", "langgraph_config_path", "source_tarball_path", "serving_host",
               "serving_replicas", "created_at", "updated_at", "build_log", "deploy_log")
     readonly_fields = fields
     actions = ["redeploy", "interrupt"]
 
-    message_width = 50
+    @admin.display(description="message")
+    def whole_message(self, obj):
+        """The revision's own page shows its status message whole, however long."""
+        return format_html('<span class="whole-message">{}</span>',
+                           revision_message(obj, obj.deployment.active_revision_id) or "-")
 
     def _log(self, obj, log_type: str):
         entries = list(obj.logs.filter(type=log_type).order_by("-id")[:LOG_LINES])[::-1]

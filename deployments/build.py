@@ -14,6 +14,7 @@ import shlex
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from importlib import metadata
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from deployments.langgraph_config import ProjectConfig
-from deployments.processes import run_logged
+from deployments.processes import LineWriter, run_logged
 
 
 class BuildFailed(Exception):
@@ -106,20 +107,44 @@ def pip_install(*, python: Path, arguments: list[str], constraints: Path, env: d
     command = [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-input", "--progress-bar", "off",
                "-c", str(constraints), *shlex.split(settings.DEPLOY_PIP_ARGS), *arguments]
     sink.write("$ pip install " + " ".join(shlex.quote(a) for a in arguments))
-    code = run_logged(command, env=env, cwd=cwd, sink=sink, should_stop=should_stop,
+    code = run_logged(command, env=env, cwd=cwd, sink=_PipLevels(sink), should_stop=should_stop,
                       timeout=settings.DEPLOY_BUILD_TIMEOUT_SECONDS)
     if code != 0:
         conflict = next((line for line in sink.tail if "conflict" in line.lower()), "")
-        raise BuildFailed(f"Installing the dependencies failed (pip exited with {code}). {conflict}".strip())
+        reason = conflict or next((line for line in reversed(sink.tail) if line.startswith("ERROR: ")), "")
+        raise BuildFailed(f"Installing the dependencies failed (pip exited with {code}). {reason}".strip())
+
+
+class _PipLevels:
+    """pip's output on its way to the build log, its own `ERROR: ` lines at ERROR: the ones a failure is in."""
+
+    def __init__(self, sink: LineWriter):
+        self._sink = sink
+
+    def write(self, line: str, level: str = "INFO") -> None:
+        self._sink.write(line, "ERROR" if line.startswith("ERROR: ") else level)
+
+    def flush(self) -> None:
+        self._sink.flush()
 
 
 def check_graphs(*, python: Path, config: ProjectConfig, env: dict, sink, should_stop) -> None:
-    """Import and compile every graph in a subprocess of the revision's environment."""
-    command = [str(python), str(Path(settings.BASE_DIR) / "manage.py"), "check_graphs", "--config", str(config.path)]
-    code = run_logged(command, env=env, cwd=config.directory, sink=sink, should_stop=should_stop,
-                      timeout=settings.DEPLOY_BUILD_TIMEOUT_SECONDS)
-    if code != 0:
-        # The command's own one-line reason (CommandError), when it gave one.
-        reason = next((line.removeprefix("CommandError: ") for line in reversed(sink.tail)
-                       if line.startswith("CommandError: ")), "")
-        raise BuildFailed(f"Loading the project failed (exit code {code}): {reason or 'see the build log.'}")
+    """Import and compile every graph in a subprocess of the revision's environment.
+
+    Its failure report (the reason, then the traceback of the project's own code) comes in a file of its own and is
+    logged at ERROR; the lines the project printed meanwhile stay INFO.
+    """
+    with tempfile.TemporaryDirectory(prefix="check-graphs-") as scratch:
+        report = Path(scratch) / "report.txt"
+        command = [str(python), str(Path(settings.BASE_DIR) / "manage.py"), "check_graphs",
+                   "--config", str(config.path), "--report", str(report)]
+        code = run_logged(command, env=env, cwd=config.directory, sink=sink, should_stop=should_stop,
+                          timeout=settings.DEPLOY_BUILD_TIMEOUT_SECONDS)
+        lines = report.read_text(errors="replace").splitlines() if report.is_file() else []
+    if code == 0:
+        return
+    for line in lines[1:]:
+        sink.write(line, "ERROR")
+    sink.flush()
+    # The report's first line names what failed ("Graph 'agent' failed to load: src/agent/graph.py, line 3: …").
+    raise BuildFailed(lines[0] if lines else f"Loading the project failed (exit code {code}): see the build log.")

@@ -18,6 +18,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 log = logging.getLogger("deployments.processes")
 
@@ -63,6 +64,14 @@ def stop_group(process: subprocess.Popen, *, grace: float = 5.0) -> int | None:
     return process.poll()
 
 
+class LineWriter(Protocol):
+    """Where run_logged sends a child's lines: a LineSink, or a filter in front of one."""
+
+    def write(self, line: str, level: str = "INFO") -> None: ...
+
+    def flush(self) -> None: ...
+
+
 class LineSink:
     """Output lines on their way to a revision's log, written in batches; keeps the last few for errors."""
 
@@ -92,7 +101,7 @@ def _read_lines(stream, lines: queue.Queue) -> None:
         lines.put(None)
 
 
-def run_logged(command: list[str], *, env: dict[str, str], cwd: Path, sink: LineSink,
+def run_logged(command: list[str], *, env: dict[str, str], cwd: Path, sink: LineWriter,
                should_stop: Callable[[], str | None], timeout: float) -> int:
     """Run `command`, sending each output line to `sink`; return its exit code.
 
@@ -127,7 +136,7 @@ def run_logged(command: list[str], *, env: dict[str, str], cwd: Path, sink: Line
     return process.returncode
 
 
-def _drain(lines: queue.Queue, sink: LineSink) -> None:
+def _drain(lines: queue.Queue, sink: LineWriter) -> None:
     while True:
         try:
             line = lines.get_nowait()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from chat import graph_runtime, store_config
+from chat import store_config
 
 
 def project_graph_specs(config_path: str | Path) -> dict[str, str]:
@@ -34,13 +34,3 @@ def configure_project_store(config_path: str | Path) -> None:
     `./file.py` embedding functions resolved against the project's directory (raises StoreConfigError)."""
     path = Path(config_path).resolve()
     store_config.configure(json.loads(path.read_text(encoding="utf-8")).get("store"), base_dir=path.parent)
-
-
-def load_project_graphs(config_path: str | Path, *, checkpointer=None) -> dict[str, graph_runtime.ServedGraph]:
-    """Load every graph of the project as the chat app would serve it (raises GraphLoadError)."""
-    if checkpointer is None:
-        from langgraph.checkpoint.memory import InMemorySaver
-
-        checkpointer = InMemorySaver()
-    return {name: graph_runtime.load_graph(spec, checkpointer=checkpointer)
-            for name, spec in project_graph_specs(config_path).items()}

@@ -77,7 +77,7 @@ def test_a_revisions_logs_button_shows_its_build_and_deploy_logs(size, viewport,
 
     page.goto(f"{base}/admin/deployments/revision/{replaced.id}/change/")
     expect(page.locator(".field-honest_status")).to_contain_text("Replaced")
-    expect(page.locator(".field-message")).to_contain_text("a newer revision replaced it")
+    expect(page.locator(".field-whole_message")).to_contain_text("a newer revision replaced it")
     expect(page.locator(".field-honest_status")).not_to_contain_text("DEPLOYED")  # (its log still tells history)
     shoot(page, f"revision-replaced-{size}")
     assert page.problems == []
@@ -103,3 +103,45 @@ def test_the_status_link_langgraph_deploy_prints_logs_in_and_opens_the_deploymen
         assert fits_sideways(page)
     finally:
         context.close()
+
+
+GRAPH_FAILURE = "Graph 'agent' failed to load: src/agent/graph.py, line 19: SyntaxError: expected ':'"
+
+
+@pytest.mark.parametrize(("size", "viewport"), VIEWPORT_PARAMS)
+def test_a_failed_revision_shows_its_whole_reason_and_its_log_box_opens_at_the_end(size, viewport, base, admin_page,
+                                                                                   shoot):
+    from deployments import services
+    from deployments.models import RevisionLog
+
+    deployment = scene.deployment(scene.workspace())
+    failed = deployment.revisions.get(number=3)
+    services.log_append(revision=failed, type=RevisionLog.Type.BUILD,
+                        lines=[f"Requirement already satisfied: package-{n}" for n in range(80)])
+    services.log_append(revision=failed, type=RevisionLog.Type.BUILD, level="ERROR",
+                        lines=[f"BUILD_FAILED: {GRAPH_FAILURE}"])
+    failed.status_message = GRAPH_FAILURE
+    failed.save(update_fields=["status_message"])
+    page = admin_page(viewport)
+
+    page.goto(f"{base}/admin/deployments/deployment/{deployment.id}/change/")
+    expect(page.locator(".inline-group .field-message").first).to_have_text(GRAPH_FAILURE)
+    page.goto(f"{base}/admin/deployments/revision/?health=failed")
+    expect(page.locator("#result_list .field-message")).to_have_text(GRAPH_FAILURE)
+    page.goto(f"{base}/admin/deployments/revision/{failed.id}/change/")
+    expect(page.locator(".field-whole_message")).to_contain_text(GRAPH_FAILURE)
+    build_log = page.locator(".field-build_log pre.log")
+    expect(build_log).to_contain_text(GRAPH_FAILURE)
+    assert at_the_end(build_log), "the build log box should open scrolled to its last line"
+    shoot(page, f"revision-failed-whole-{size}")
+    assert fits_sideways(page)
+
+    object_button(page, "Logs").click()
+    assert at_the_end(page.locator("pre.log"))
+    shoot(page, f"revision-logs-at-end-{size}")
+    assert page.problems == []
+
+
+def at_the_end(box) -> bool:
+    """Whether a scrolling box shows its last line (and does scroll: it holds more than it shows)."""
+    return box.evaluate("b => b.scrollHeight > b.clientHeight && b.scrollTop + b.clientHeight >= b.scrollHeight - 2")

@@ -14,3 +14,8 @@ document.addEventListener("click", (event) => {
     window.prompt("Copy the id:", text);
   }
 });
+
+// A log box opens at its end: the newest lines, where a failure's reason is.
+document.addEventListener("DOMContentLoaded", () => {
+  for (const box of document.querySelectorAll("pre.log")) box.scrollTop = box.scrollHeight;
+});

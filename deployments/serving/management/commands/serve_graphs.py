@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 import traceback
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
@@ -23,6 +24,7 @@ from chat import graph_runtime, store_config, thread_ttl
 from chat import services as chat_services
 from core.worker import Worker
 from deployments.serving.process import configure_project_store, project_graph_specs, project_thread_ttl
+from deployments.serving.user_errors import user_error
 
 log = logging.getLogger("deployments.serve_graphs")
 # pg_advisory_lock's key for migrating a deployment's database (any constant: the database is the deployment's own).
@@ -56,7 +58,7 @@ class Command(BaseCommand):
         graph_runtime.configure_graphs(specs)
         # Load them all now: a graph that cannot load fails the start (and the deploy), not the first request.
         for name in specs:
-            graph_runtime.get_served_graph(name)
+            self._load(name, project=Path(config).resolve().parent)
         # The deployment's database is shared with its other processes (replicas, the revision this one replaces), so
         # only the runs whose process is known to be gone (exited on this host, or silent past its lease) are ended
         # or queued again now: a restart after a crash frees their threads at once.
@@ -69,6 +71,16 @@ class Command(BaseCommand):
         self.stdout.write(f"Listening on http://{host}:{port}; default graph {next(iter(specs))!r}")
         self._start_periodic_jobs()
         self._run_daphne(host, port)
+
+    def _load(self, name: str, *, project: Path) -> None:
+        """Load graph `name`, or exit with its error as the project's author reads it (their file and frames)."""
+        try:
+            graph_runtime.get_served_graph(name)
+        except Exception as exc:
+            error = user_error(exc, project=project)
+            if error.traceback:
+                self.stderr.write("\n".join(error.traceback))
+            raise CommandError(f"Graph {name!r} failed to load: {error.reason}") from None
 
     def _start_periodic_jobs(self) -> None:
         """The periodic jobs (dead-run sweep, thread TTLs, event retention) on a thread: no run_worker serves this

@@ -110,6 +110,11 @@ def log_page(*, revisions: Iterable[Revision], params: LogQuery) -> tuple[list[R
     return page, (str(page[-1].id) if page else params.offset)
 
 
+def revision_numbers(*, revision_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, int]:
+    """Each revision's number (`#2`), by id: the label of its lines among several revisions' logs."""
+    return dict(Revision.objects.filter(id__in=set(revision_ids)).values_list("id", "number"))
+
+
 @dataclass(frozen=True)
 class ProxyTarget:
     deployment: Deployment

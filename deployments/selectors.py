@@ -92,7 +92,8 @@ def log_page(*, revisions: Iterable[Revision], params: LogQuery) -> tuple[list[R
 
     The cursor is the id of the last line returned: a follower polling with it sees only newer
     lines (order=asc), a pager walks back with it (order=desc). An empty page hands the given
-    cursor back, so a follower keeps its place.
+    cursor back, so a follower keeps its place. A page shorter than the limit still gives one, not null: the log
+    may grow, and langgraph-cli's build-log follower keeps its previous cursor on a null, printing the page again.
     """
     logs = RevisionLog.objects.filter(revision__in=revisions, type=params.type)
     if params.start_time:

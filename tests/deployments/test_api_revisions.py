@@ -267,6 +267,20 @@ def test_the_v1_log_endpoints_of_langgraph_cli_answer(api_client, internal_deplo
     assert [e["message"] for e in per_revision.json()["logs"]] == ["line 0", "line 1", "boom"]
 
 
+def test_a_follower_using_next_offset_as_langgraph_cli_does_sees_each_line_once(api_client, internal_deployment):
+    deployment = internal_deployment()
+    rid = deployment["latest_revision_id"]
+    RevisionLog.objects.filter(revision_id=rid).delete()
+    url, cursor, seen = f"/v1/projects/{deployment['id']}/revisions/{rid}/build_logs", None, []
+    for _ in range(2):
+        _add_logs(rid, 1)
+        body = {"order": "asc", "limit": 50, **({"offset": cursor} if cursor else {})}
+        page = api_client.post(url, body, format="json").json()
+        seen += [entry["message"] for entry in page["logs"]]
+        cursor = page["next_offset"] or cursor  # the CLI's rule: a null keeps its previous cursor
+    assert seen == ["line 0", "boom", "line 0", "boom"]
+
+
 def test_the_deployment_wide_deploy_log_labels_each_line_with_its_revision(api_client, internal_deployment):
     deployment = internal_deployment()
     first = deployment["latest_revision_id"]

@@ -271,6 +271,11 @@ async def _stream_modes(served, request: RunRequest, writer: EventWriter, callba
                if kwargs.get(key)}
     if kwargs.get("context") is not None:
         options["context"] = kwargs["context"]
+    # `values` carry the graph's output schema, as the Agent Server's do: astream's default is every channel,
+    # private state included (the approvals' `approve_tools`, LangChain's `hitl_edited_tool_calls`).
+    output_channels = getattr(served.graph, "output_channels", None)
+    if output_channels is not None:
+        options["output_keys"] = output_channels
     graph_input = command_from(kwargs.get("command")) or kwargs.get("input")
     converter = EventConverter()
     if "events" in requested:

@@ -74,14 +74,17 @@ class RowsChanged:
 
 class Worker:
     def __init__(self, *, queues: list[str] | None = None, worker_id: str | None = None,
-                 lease_seconds: float | None = None, run_periodic: bool = True):
+                 lease_seconds: float | None = None, run_periodic: bool = True, claim_jobs: bool = True):
+        # claim_jobs=False: periodic jobs only (a serving process has no job queue of its own).
         self.queues = queues or None
+        self.claim_jobs = claim_jobs
         self.worker_id = worker_id or new_worker_id()
         self.lease_seconds = lease_seconds or settings.WORKER_LEASE_SECONDS
         self.run_periodic = run_periodic
 
     def run_forever(self, stop: threading.Event) -> None:
-        log.info("worker %s started (queues: %s)", self.worker_id, ",".join(self.queues or ["all"]))
+        serves = f"queues: {','.join(self.queues or ['all'])}" if self.claim_jobs else "periodic jobs only"
+        log.info("worker %s started (%s)", self.worker_id, serves)
         while not stop.is_set():
             close_old_connections()
             try:
@@ -98,6 +101,8 @@ class Worker:
 
     def run_once(self) -> bool:
         ran_periodic = self.run_due_periodics() if self.run_periodic else False
+        if not self.claim_jobs:
+            return ran_periodic
         job = services.job_claim(worker_id=self.worker_id, queues=self.queues, lease_seconds=self.lease_seconds)
         if job is None:
             return ran_periodic

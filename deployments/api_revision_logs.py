@@ -14,12 +14,18 @@ from deployments.models import RevisionLog
 from deployments.serializers import LogParamsSerializer, LogsOutputSerializer
 
 
-def _log_page(revisions, params: dict, log_type: str) -> dict:
+def _log_page(revisions, params: dict, log_type: str, *, labelled: bool = False) -> dict:
+    """One page of logs; `labelled`: the lines of several revisions, each prefixed with its revision's number
+    (`[#2] `), since langgraph-cli prints only a line's time, level and message."""
     query = selectors.LogQuery(type=log_type, limit=params["limit"], order=params["order"],
                                offset=params.get("offset"), start_time=params.get("start_time"),
                                end_time=params.get("end_time"), level=params.get("level"), query=params.get("query"))
     page, next_offset = selectors.log_page(revisions=revisions, params=query)
-    return {"logs": page, "next_offset": next_offset}
+    numbers = selectors.revision_numbers(revision_ids=[entry.revision_id for entry in page]) if labelled else {}
+    logs = [{"id": entry.id, "timestamp": entry.timestamp, "level": entry.level, "revision_id": entry.revision_id,
+             "message": f"[#{numbers[entry.revision_id]}] {entry.message}" if labelled else entry.message}
+            for entry in page]
+    return {"logs": logs, "next_offset": next_offset}
 
 
 class RevisionLogsApi(APIView):
@@ -49,9 +55,9 @@ class _ProjectLogsApi(APIView):
     InputSerializer = LogParamsSerializer
     OutputSerializer = LogsOutputSerializer
 
-    def logs_response(self, request, revisions, log_type: str) -> Response:
+    def logs_response(self, request, revisions, log_type: str, *, labelled: bool = False) -> Response:
         params = validated(self.InputSerializer, request.data or {})
-        return Response(self.OutputSerializer(_log_page(revisions, params, log_type)).data)
+        return Response(self.OutputSerializer(_log_page(revisions, params, log_type, labelled=labelled)).data)
 
 
 class _ProjectRevisionLogsApi(_ProjectLogsApi):
@@ -76,10 +82,11 @@ class ProjectRevisionDeployLogsApi(_ProjectRevisionLogsApi):
 
 
 class ProjectDeployLogsApi(_ProjectLogsApi):
-    """Deploy logs of every revision of a deployment."""
+    """Deploy logs of every revision of a deployment, each line's message prefixed with its revision's number
+    (`[#2] …`)."""
 
     @extend_schema(request=LogParamsSerializer, responses={200: LogsOutputSerializer, **NOT_FOUND},
                    operation_id="project_deploy_logs")
     def post(self, request, project_id):
         deployment = deployment_from_path(request, project_id)
-        return self.logs_response(request, deployment.revisions.all(), RevisionLog.Type.DEPLOY)
+        return self.logs_response(request, deployment.revisions.all(), RevisionLog.Type.DEPLOY, labelled=True)

@@ -11,6 +11,7 @@ import ctypes
 import logging
 import os
 import queue
+import re
 import signal
 import subprocess
 import threading
@@ -91,6 +92,29 @@ class LineSink:
         if self._pending:
             batch, self._pending = self._pending, []
             self._write_batch(batch)
+
+
+# A serving process logs through core's LOGGING format, "%(asctime)s %(levelname)s %(name)s %(message)s".
+_RECORD_HEADER = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
+
+
+class RecordLevels:
+    """The log level of each output line of a serving process, read from its logging header.
+
+    A line without a header continues the record before it (a logged traceback spans many lines) and keeps its
+    level; an uncaught exception's "Traceback" starts an ERROR; anything before the first header is INFO.
+    """
+
+    def __init__(self) -> None:
+        self.level = "INFO"
+
+    def of(self, line: str) -> str:
+        header = _RECORD_HEADER.match(line)
+        if header:
+            self.level = header.group(1)
+        elif line.startswith("Traceback (most recent call last):"):
+            self.level = "ERROR"
+        return self.level
 
 
 def _read_lines(stream, lines: queue.Queue) -> None:

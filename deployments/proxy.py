@@ -44,6 +44,8 @@ MISSING_KEY = "Missing API key: send it in the X-Api-Key header."
 DOCS_NEED_KEY = (f"{MISSING_KEY} A browser sends none: the same reference page (the Agent Server API's operations) "
                  "needs no key at /api/docs, and this deployment's own document is at: "
                  "curl -H 'X-Api-Key: <key>' <deployment URL>/openapi.json")
+STARTING = ("Deployment {} is starting: its server does not accept connections yet. Retry in a moment "
+            "(Retry-After).")
 _TIMEOUT = httpx.Timeout(connect=5.0, read=None, write=30.0, pool=5.0)
 # Whose turn it is among a revision's replicas (one counter for all revisions: only the spread matters).
 _turns = itertools.count()
@@ -109,6 +111,11 @@ async def deployment_proxy(request, deployment_id: str, subpath: str | None = No
             if retry == upstream:
                 raise
             response = await _send(client, request, retry, deployment_id, subpath)
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        # The active revision's processes are not up yet (started, or restarted after the service was): say so.
+        await client.aclose()
+        log.info("deployment %s is starting: %s", deployment_id, exc)
+        return error_response(503, STARTING.format(deployment_id), headers={"Retry-After": "1"})
     except (httpx.HTTPError, _Reject, ServiceError) as exc:
         await client.aclose()
         log.warning("proxy to deployment %s failed: %s", deployment_id, exc)

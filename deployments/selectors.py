@@ -92,7 +92,8 @@ def log_page(*, revisions: Iterable[Revision], params: LogQuery) -> tuple[list[R
 
     The cursor is the id of the last line returned: a follower polling with it sees only newer
     lines (order=asc), a pager walks back with it (order=desc). An empty page hands the given
-    cursor back, so a follower keeps its place.
+    cursor back, so a follower keeps its place. A page shorter than the limit still gives one, not null: the log
+    may grow, and langgraph-cli's build-log follower keeps its previous cursor on a null, printing the page again.
     """
     logs = RevisionLog.objects.filter(revision__in=revisions, type=params.type)
     if params.start_time:
@@ -108,6 +109,11 @@ def log_page(*, revisions: Iterable[Revision], params: LogQuery) -> tuple[list[R
         logs = logs.filter(id__lt=int(params.offset)) if descending else logs.filter(id__gt=int(params.offset))
     page = list(logs.order_by("-id" if descending else "id")[: params.limit])
     return page, (str(page[-1].id) if page else params.offset)
+
+
+def revision_numbers(*, revision_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, int]:
+    """Each revision's number (`#2`), by id: the label of its lines among several revisions' logs."""
+    return dict(Revision.objects.filter(id__in=set(revision_ids)).values_list("id", "number"))
 
 
 @dataclass(frozen=True)

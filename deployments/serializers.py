@@ -298,6 +298,7 @@ class LogEntryOutputSerializer(serializers.Serializer):
     timestamp = EpochMillisecondsField(help_text="Milliseconds since the epoch.")
     level = serializers.CharField()
     message = serializers.CharField()
+    revision_id = serializers.UUIDField(help_text="The revision whose output the line is.")
 
 
 class LogsOutputSerializer(serializers.Serializer):

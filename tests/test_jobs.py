@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import threading
 import time
 from datetime import timedelta
 
@@ -165,3 +166,16 @@ def test_a_job_of_a_killed_worker_is_finished_by_another(start_process):
         time.sleep(0.2)
     job.refresh_from_db()
     assert job.status == Job.Status.DONE and job.attempts == 2
+
+
+def test_a_periodic_jobs_only_worker_claims_no_queued_job_and_names_no_queue(registered, caplog):
+    job = services.job_enqueue(kind="test.record", payload={"n": 1})
+    worker = Worker(run_periodic=False, claim_jobs=False)
+    assert worker.run_once() is False
+    job.refresh_from_db()
+    assert job.status == Job.Status.QUEUED and calls == []
+    stop = threading.Event()
+    stop.set()
+    with caplog.at_level(logging.INFO, logger="core.worker"):
+        worker.run_forever(stop)
+    assert "periodic jobs only" in caplog.text and "queues" not in caplog.text

@@ -52,6 +52,31 @@ def test_serve_sets_up_serves_supervises_and_stops_cleanly(tmp_path):
     assert "stopped" in log_path.read_text()
 
 
+def test_serve_says_what_it_does_while_it_starts_and_says_serving_only_once_the_port_answers(tmp_path):
+    port = free_port()
+    env = {**os.environ, "DATA_DIR": str(tmp_path), "DATABASE_URL": "", "PYTHONUNBUFFERED": "1",
+           "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}"}
+    env.pop("TEST_DB_SUFFIX", None)
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port), "--workers", "0"],
+                                   cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while "Serving on" not in log_path.read_text() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        output = log_path.read_text()
+        assert "Serving on" in output, output
+        # Read the moment the line appeared: the port it names answers already.
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+        lines = ["Migrating the database", "Database migrated.", "Starting the server", "Serving on"]
+        assert [output.index(line) for line in lines] == sorted(output.index(line) for line in lines), output
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(30)
+
+
 def test_serve_on_any_port_hands_out_upload_urls_on_that_port_when_public_base_url_is_unset(
         transactional_db, api_client, tmp_path):
     port = free_port()
@@ -140,9 +165,9 @@ def test_serve_runs_the_setups_the_apps_registered_and_core_imports_none_of_them
     Command(stdout=out)._setup()
     assert list(SERVE_SETUPS) == ["accounts.demo_credentials", "accounts.admin_user"]
     lines = out.getvalue().splitlines()
-    assert lines[0] == "Database migrated."
-    assert lines[1].startswith("Demo workspace: demo (") and lines[2].startswith("Demo API key:   lgk_")
-    assert lines[3].startswith("Admin user:     admin / ")
+    assert lines[0].startswith("Migrating the database") and lines[1] == "Database migrated."
+    assert lines[2].startswith("Demo workspace: demo (") and lines[3].startswith("Demo API key:   lgk_")
+    assert lines[4].startswith("Admin user:     admin / ")
     apps = "accounts|agentauth|agentserver|chat|config|deployments|exports|tracing"
     core_imports = subprocess.run(["grep", "-rlE", rf"^\s*(from|import) ({apps})\b", "core"], cwd=BASE_DIR,
                                   capture_output=True, text=True).stdout

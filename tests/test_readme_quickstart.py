@@ -123,6 +123,7 @@ def test_the_readme_quickstart_runs_as_written_against_a_live_service(served, tm
         assert "Deployment successful!" in output, describe  # 4. langgraph deploy
         assert "hello-cli" in output.split("Deployment successful!")[1], describe
         assert "6 * 7 = 42" in output, describe  # 5. the chat's agent over the Agent Server API
+        assert "'type': 'reasoning'" not in output, describe  # its text, not its content blocks
         # The Parquet file is in the S3 server the README started.
         listing = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1", aws_access_key_id="testing",
                                aws_secret_access_key="testing").list_objects_v2(Bucket="exports")

@@ -36,7 +36,7 @@ from core.exceptions import BadRequest
 from core.processes import pid_alive
 from deployments import build, databases, environment, langgraph_config, resources, sources
 from deployments.models import Deployment, Revision, RevisionLog
-from deployments.processes import LineSink, StepStopped, popen, stop_group
+from deployments.processes import LineSink, RecordLevels, StepStopped, popen, stop_group
 from deployments.runners import limits
 from deployments.runners.base import ReplicaHealth, RevisionRecords, StepContext, StepFailed, Upstream
 
@@ -224,7 +224,7 @@ class LocalProcessRunner:
 
     def _pump(self, process, sink: LineSink, prefix: str, limit: limits.MemoryLimit | None) -> None:
         """Copy the server's output into the deploy log until it exits, then reap it and remove its cgroup."""
-        fd, buffer, last_flush = process.stdout.fileno(), b"", time.monotonic()
+        fd, buffer, last_flush, levels = process.stdout.fileno(), b"", time.monotonic(), RecordLevels()
         try:
             with selectors.DefaultSelector() as selector:
                 selector.register(fd, selectors.EVENT_READ)
@@ -235,12 +235,14 @@ class LocalProcessRunner:
                             break
                         *lines, buffer = (buffer + chunk).split(b"\n")
                         for line in lines:
-                            sink.write(prefix + line.decode("utf-8", errors="replace"))
+                            text = line.decode("utf-8", errors="replace")
+                            sink.write(prefix + text, levels.of(text))
                     if time.monotonic() - last_flush > 0.5:
                         sink.flush()
                         last_flush = time.monotonic()
             if buffer:
-                sink.write(prefix + buffer.decode("utf-8", errors="replace"))
+                text = buffer.decode("utf-8", errors="replace")
+                sink.write(prefix + text, levels.of(text))
             code = process.wait()
             sink.write(f"{prefix}The server process exited with code {code}.", "WARNING" if code else "INFO")
             sink.flush()

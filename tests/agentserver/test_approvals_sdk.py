@@ -49,9 +49,11 @@ def test_a_subagents_approval_interrupts_the_thread_and_a_command_resumes_it(cli
     (task,) = [t for t in state["tasks"] if t["interrupts"]]
     assert task["name"] == "tools" and state["next"] == ["tools"]
 
-    client.runs.wait(thread_id, "agent", command={"resume": {interrupt["id"]: APPROVE}})
+    done = client.runs.wait(thread_id, "agent", command={"resume": {interrupt["id"]: APPROVE}})
     assert client.threads.get(thread_id)["status"] == "idle"
     assert "42 * 17 = 714" in final_text(client, thread_id)
+    # The approvals' private state stays out of the values, as the graph's output schema says.
+    assert not {"approve_tools", "hitl_edited_tool_calls"} & (set(waiting) | set(done)), (set(waiting), set(done))
 
 
 def test_two_waiting_subagents_are_resumed_by_one_command_keyed_by_interrupt_id(client):

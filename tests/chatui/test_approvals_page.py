@@ -365,3 +365,16 @@ def test_an_answer_the_server_refuses_shows_its_reason_in_the_card_and_can_be_gi
     page.unroute("**/commands")
     waiting.get_by_role("button", name="Approve", exact=True).click()
     expect_answer(page, "42 * 17 = 714")
+
+
+def test_a_new_thread_asks_for_its_approvals_only_once_it_exists(base, new_page):
+    page = new_page()
+    answers: list[int] = []
+    page.on("response", lambda response: answers.append(response.status) if "/approvals" in response.url else None)
+    page.goto(f"{base}/chat/")
+    # The thread is made by its first run on the server: asked for earlier, its approvals were a 404.
+    with page.expect_response(lambda response: "/approvals" in response.url) as first:
+        send(page, "Hello")
+    assert first.value.status == 200
+    wait_for_run_end(page)
+    assert 404 not in answers, answers

@@ -261,10 +261,40 @@ def test_the_v1_log_endpoints_of_langgraph_cli_answer(api_client, internal_deplo
     deploy = api_client.post(f"/v1/projects/{deployment['id']}/deploy_logs",
                              {"limit": 7, "order": "desc", "level": "ERROR", "query": "boom",
                               "start_time": "2000-01-01T00:00:00Z", "end_time": "2999-01-01T00:00:00Z"}, format="json")
-    assert [e["message"] for e in deploy.json()["logs"]] == ["boom"]
+    assert [e["message"] for e in deploy.json()["logs"]] == ["[#1] boom"]
     per_revision = api_client.post(f"/v1/projects/{deployment['id']}/revisions/{rid}/deploy_logs",
                                    {"limit": 100, "order": "asc", "start_time": 946684800000}, format="json")
     assert [e["message"] for e in per_revision.json()["logs"]] == ["line 0", "line 1", "boom"]
+
+
+def test_a_follower_using_next_offset_as_langgraph_cli_does_sees_each_line_once(api_client, internal_deployment):
+    deployment = internal_deployment()
+    rid = deployment["latest_revision_id"]
+    RevisionLog.objects.filter(revision_id=rid).delete()
+    url, cursor, seen = f"/v1/projects/{deployment['id']}/revisions/{rid}/build_logs", None, []
+    for _ in range(2):
+        _add_logs(rid, 1)
+        body = {"order": "asc", "limit": 50, **({"offset": cursor} if cursor else {})}
+        page = api_client.post(url, body, format="json").json()
+        seen += [entry["message"] for entry in page["logs"]]
+        cursor = page["next_offset"] or cursor  # the CLI's rule: a null keeps its previous cursor
+    assert seen == ["line 0", "boom", "line 0", "boom"]
+
+
+def test_the_deployment_wide_deploy_log_labels_each_line_with_its_revision(api_client, internal_deployment):
+    deployment = internal_deployment()
+    first = deployment["latest_revision_id"]
+    second = create_revision(api_client, deployment["id"], {}).json()["id"]
+    for rid in (first, second):
+        RevisionLog.objects.filter(revision_id=rid).delete()
+        _add_logs(rid, 1, "deploy")
+    logs = api_client.post(f"/v1/projects/{deployment['id']}/deploy_logs", {"order": "asc"}, format="json").json()
+    assert [(e["message"], e["revision_id"]) for e in logs["logs"]] == [
+        ("[#1] line 0", first), ("[#1] boom", first), ("[#2] line 0", second), ("[#2] boom", second)]
+    # One revision's own log needs no label.
+    own = api_client.post(f"/v1/projects/{deployment['id']}/revisions/{second}/deploy_logs", {"order": "asc"},
+                          format="json").json()
+    assert [(e["message"], e["revision_id"]) for e in own["logs"]] == [("line 0", second), ("boom", second)]
 
 
 # --- uploads ------------------------------------------------------------------------------------------------------

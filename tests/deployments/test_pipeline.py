@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from core.models import Job
 from core.services import job_claim, job_enqueue
 from deployments import pipeline
 from deployments.models import Deployment, Revision, RevisionLog
-from tests.deployments.support_projects import CONFIG, make_project, tarball
+from tests.deployments.support_projects import CONFIG, GRAPH, make_project, tarball
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -135,3 +137,35 @@ def test_the_reconciler_gives_a_busy_replica_one_more_period_but_restarts_a_gone
     assert pipeline._replicas_to_restart(runner, revision) == ([2], 3)
     runner = SimpleNamespace(replica_health=lambda r: [healthy, busy, gone])
     assert pipeline._replicas_to_restart(runner, revision) == ([2], 3)
+
+
+WARNING_GRAPH = GRAPH.replace("from langgraph.graph", '''import logging
+
+if "serve_graphs" in sys.argv:
+    logging.getLogger("agent").warning("the agent warns at start")
+    try:
+        raise ValueError("a logged failure")
+    except ValueError:
+        logging.getLogger("agent").exception("the agent fails to reach its tool")
+    logging.getLogger("agent").info("the agent carries on")
+
+from langgraph.graph''')
+
+
+def test_a_serving_process_s_warnings_and_errors_keep_their_level_in_the_deploy_log(internal_deployment, tmp_path,
+                                                                                     run_jobs, api_client):
+    revision = deploy_variant(internal_deployment, tmp_path, run_jobs, graph=WARNING_GRAPH)
+    assert revision.status == "DEPLOYED", logs(revision.id)
+    url = f"/v2/deployments/{revision.deployment_id}/revisions/{revision.id}/logs?type=deploy"
+    deadline = time.monotonic() + 10  # the output is copied into the log every half second
+    while "periodic jobs only" not in logs(revision.id, "deploy") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    levels = {entry["message"].split(" ", 3)[-1]: entry["level"]
+              for entry in api_client.get(url + "&limit=200").json()["logs"]}
+    assert levels["agent the agent warns at start"] == "WARNING"
+    assert levels["agent the agent fails to reach its tool"] == "ERROR"
+    assert levels["agent the agent carries on"] == "INFO"
+    errors = [entry["message"] for entry in api_client.get(url + "&level=ERROR").json()["logs"]]
+    assert any(message.startswith("ValueError: a logged failure") for message in errors), errors
+    # The serving process's periodic-jobs worker claims no queue, and says so without an internal name.
+    assert "queues:" not in logs(revision.id, "deploy")

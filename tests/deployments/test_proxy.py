@@ -8,6 +8,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from accounts.services import api_key_create
+from deployments.models import Deployment, Revision
+from tests.support_processes import free_port
 
 pytestmark = pytest.mark.django_db
 
@@ -66,3 +68,14 @@ def test_a_deployment_with_nothing_deployed_yet_is_503(empty_deployment, workspa
 def test_an_unknown_deployment_id_is_404(workspace):
     response = key_client(workspace, ["chat:use"]).get(f"/deployments/{uuid.uuid4()}/api/threads")
     assert response.status_code == 404
+
+
+def test_a_revision_whose_server_does_not_accept_connections_yet_is_503_starting_with_retry_after(empty_deployment,
+                                                                                                   workspace):
+    deployment = Deployment.objects.get(id=empty_deployment["id"])
+    revision = Revision.objects.create(deployment=deployment, number=99, source=deployment.source, status="DEPLOYED",
+                                       serving_replicas=[{"port": free_port(), "pid": 0}], serving_token="token")
+    Deployment.objects.filter(id=deployment.id).update(active_revision=revision)
+    response = key_client(workspace, ["chat:use"]).get(f"/deployments/{deployment.id}/api/threads")
+    assert response.status_code == 503 and response["Retry-After"] == "1"
+    assert response.json()["detail"].startswith(f"Deployment {deployment.id} is starting:")

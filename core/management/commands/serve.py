@@ -86,7 +86,8 @@ class Command(BaseCommand):
             signal.signal(sig, lambda *_: stopping.append(True))
         for child in children:
             child.start()
-        self.stdout.write(f"Serving on http://{host}:{port} (Ctrl-C stops everything)\n")
+        self.stdout.write("Starting the server (Daphne loads the apps for a few seconds)...\n")
+        announced = False
         try:
             while not stopping:
                 # A Daphne that exited because another process took its port would fail every restart.
@@ -94,6 +95,10 @@ class Command(BaseCommand):
                     _check_port_free(host, port)
                 for child in children:
                     child.supervise()
+                # Said once the port answers, not when Daphne was merely started: a reader opens the URL at once.
+                if not announced and _accepts(host, port):
+                    self.stdout.write(f"Serving on http://{host}:{port} (Ctrl-C stops everything)\n")
+                    announced = True
                 time.sleep(0.3)
         finally:
             self.stdout.write("stopping...\n")
@@ -103,6 +108,7 @@ class Command(BaseCommand):
             lock.close()
 
     def _setup(self) -> None:
+        self.stdout.write("Migrating the database (a new one takes up to a minute)...\n")
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database migrated.\n")
         # What the apps registered (core.registry.serve_setup): accounts' demo workspace, key and admin user.
@@ -115,10 +121,22 @@ def children_environment(environ, host: str, port: int) -> dict[str, str]:
     absolute URLs the service hands out (uploads, deployments) work on whatever --host and --port say."""
     env = dict(environ)
     if not env.get("PUBLIC_BASE_URL"):
-        # Listening on every interface: this host's loopback address is one that answers.
-        reachable = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+        reachable = _reachable(host)
         env["PUBLIC_BASE_URL"] = f"http://{f'[{reachable}]' if ':' in reachable else reachable}:{port}"
     return env
+
+
+def _reachable(host: str) -> str:
+    """An address of `host` that answers: listening on every interface, this host's loopback address."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+
+
+def _accepts(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((_reachable(host), port), timeout=0.5):
+            return True
+    except OSError:
+        return False
 
 
 def _check_port_free(host: str, port: int) -> None:

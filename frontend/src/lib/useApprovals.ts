@@ -49,6 +49,7 @@ export function useApprovals(stream: AnyStream, apiUrl: string, threadId: string
   const seen = useRef<Set<string> | null>(null);
   const refusals = useRef<unknown[]>([]);
   const loads = useRef(0);
+  const loadedFor = useRef<string | null>(null);
 
   const load = useCallback(async () => {
     if (!threadId) return;
@@ -56,6 +57,7 @@ export function useApprovals(stream: AnyStream, apiUrl: string, threadId: string
     try {
       const found = await getApprovals(apiUrl, threadId);
       if (seq !== loads.current) return;
+      loadedFor.current = threadId;
       setList(found);
       setLoadError(null);
       const fresh = found.filter((a) => a.status === "pending" && !seen.current?.has(a.interruptId));
@@ -71,10 +73,12 @@ export function useApprovals(stream: AnyStream, apiUrl: string, threadId: string
     }
   }, [apiUrl, threadId]);
 
-  // After loading the thread, and whenever a run starts or ends (a run that ends waiting has asked).
+  // After loading the thread, and whenever a run starts or ends (a run that ends waiting has asked). A new
+  // thread exists on the server only once its first run has started there: not asked before that run ends.
   useEffect(() => {
-    if (!stream.isThreadLoading) void load();
-  }, [load, stream.isThreadLoading, stream.isLoading, stream.interrupts.length]);
+    if (stream.isThreadLoading || (stream.isLoading && loadedFor.current !== threadId)) return;
+    void load();
+  }, [load, threadId, stream.isThreadLoading, stream.isLoading, stream.interrupts.length]);
 
   const setState = (ids: string[], state: ApprovalState) =>
     setStates((current) => ({ ...current, ...Object.fromEntries(ids.map((id) => [id, state])) }));

@@ -85,7 +85,7 @@ class Command(BaseCommand):
     def _start_periodic_jobs(self) -> None:
         """The periodic jobs (dead-run sweep, thread TTLs, event retention) on a thread: no run_worker serves this
         process's own database. It claims no queued jobs (a revision has none)."""
-        worker = Worker(queues=["serving-process-has-no-job-queue"], run_periodic=True)
+        worker = Worker(run_periodic=True, claim_jobs=False)
         threading.Thread(target=worker.run_forever, args=(threading.Event(),), name="periodic-jobs",
                          daemon=True).start()
 

@@ -160,7 +160,8 @@ class AuthenticateApi(AuthApiView):
 
     class InputSerializer(serializers.Serializer):
         user_id = serializers.CharField(max_length=255)
-        provider = serializers.CharField(max_length=64)
+        # A provider's id is looked up as given: white space is not trimmed into a blank (422) but not found (404).
+        provider = serializers.CharField(max_length=64, trim_whitespace=False)
         scopes = serializers.ListField(child=serializers.RegexField(SCOPE_PATTERN), max_length=100)
         agent_id = serializers.CharField(max_length=255, required=False, allow_null=True, allow_blank=True)
 

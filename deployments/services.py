@@ -21,7 +21,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from accounts.models import Workspace
+from accounts.models import ApiKey, Workspace
 from accounts.services import api_key_create, api_key_revoke
 from core.exceptions import BadRequest, Conflict, NotFound, RequestValidationError
 from core.rest_errors import validation_item
@@ -45,6 +45,7 @@ RESERVED_SECRET_NAMES = frozenset({
     "LANGCHAIN_API_KEY", "LANGCHAIN_ENDPOINT", "LANGCHAIN_PROJECT", "LANGCHAIN_TRACING_V2",
     "LANGGRAPH_HTTP",  # langgraph.json's http section, checked at build
 })
+API_KEY_NAME_LENGTH = ApiKey._meta.get_field("name").max_length or 128
 RESERVED_SECRET_PREFIXES = ("SERVE_GRAPHS_", "DEPLOY_", "CHAT_", "LD_")
 REVISION_FIELDS = ("repo_ref", "langgraph_config_path", "image_uri", "source_tarball_path")
 IMMUTABLE_SOURCE_CONFIG = ("integration_id", "repo_url", "deployment_type", "listener_id", "listener_config")
@@ -145,10 +146,20 @@ def _deployment_insert(workspace: Workspace, name: str, source: str, source_conf
     # The real service traces a deployment into a project of the same name, in its own workspace.
     deployment.tracing_project_id = project_get_or_create(workspace=workspace, name=name).id
     key, raw_key = api_key_create(workspaces=[workspace], permissions=["tracing:write"],
-                                  name=f"deployment {name} (tracing)")
+                                  name=_tracing_key_name(name))
     deployment.tracing_api_key, deployment.tracing_api_key_secret = key, raw_key
     deployment.save()
     return deployment
+
+
+def _tracing_key_name(name: str) -> str:
+    """The name of a deployment's tracing key, within ApiKey.name's 128 characters (a deployment's name may use all
+    128 itself): the deployment's name is shortened, with an ellipsis, when the whole would not fit."""
+    whole = f"deployment {name} (tracing)"
+    if len(whole) <= API_KEY_NAME_LENGTH:
+        return whole
+    room = API_KEY_NAME_LENGTH - len("deployment … (tracing)")
+    return f"deployment {name[:room]}… (tracing)"
 
 
 def _revision_config(source: str, base: dict, changes: dict) -> dict:

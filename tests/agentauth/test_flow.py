@@ -51,6 +51,12 @@ def test_authenticate_for_an_unknown_provider_is_404(flows, api_client):
     assert response.status_code == 404 and response.json() == {"detail": "OAuth provider nope not found."}
 
 
+def test_a_provider_id_of_white_space_is_looked_up_as_given_and_not_found(flows, api_client):
+    response = api_client.post("/v2/auth/authenticate", {"user_id": "u", "provider": "\r\u001d", "scopes": []},
+                               format="json")
+    assert response.status_code == 404
+
+
 @pytest.mark.parametrize("body, loc", [
     ({"provider": "acme", "scopes": []}, ["body", "user_id"]),
     ({"user_id": "u", "scopes": []}, ["body", "provider"]),

@@ -175,6 +175,17 @@ def test_a_duplicate_name_is_409(api_client, repo_url):
     assert response.status_code == 409 and "already exists" in response.json()["detail"]
 
 
+def test_a_name_of_the_longest_allowed_length_is_created_with_a_tracing_key_that_fits(api_client, repo_url):
+    from accounts.models import ApiKey
+    from deployments.models import Deployment
+
+    name = "0" * 128
+    deployment = create(api_client, {**github_body(repo_url), "name": name})
+    assert deployment["name"] == name
+    key = ApiKey.objects.get(id=Deployment.objects.get(id=deployment["id"]).tracing_api_key_id)
+    assert len(key.name) <= 128 and key.name.startswith("deployment 000") and key.name.endswith("… (tracing)")
+
+
 def test_an_idempotency_key_replays_the_same_deployment_and_refuses_another_body(api_client, repo_url):
     headers = {"HTTP_IDEMPOTENCY_KEY": "ci-run-42"}
     first = api_client.post("/v2/deployments", github_body(repo_url), format="json", **headers)

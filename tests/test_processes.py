@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from io import StringIO
+from pathlib import Path
 
 import httpx
 import pytest
@@ -20,15 +21,22 @@ from tests.support_processes import BASE_DIR, ChildProcess, free_port, wait_for_
 pytestmark = [pytest.mark.live, pytest.mark.no_postgres_pass]
 
 
-def test_serve_sets_up_serves_supervises_and_stops_cleanly(tmp_path):
-    port = free_port()
+def start_serve(tmp_path, port: int, *arguments: str) -> tuple[subprocess.Popen, Path]:
+    """`manage.py serve --port <port>` on a fresh SQLite data folder under tmp_path; the process and its log."""
     env = {**os.environ, "DATA_DIR": str(tmp_path), "DATABASE_URL": "", "PYTHONUNBUFFERED": "1",
            "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}"}
     env.pop("TEST_DB_SUFFIX", None)
     log_path = tmp_path / "serve.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port)], cwd=BASE_DIR,
-                                   env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port), *arguments],
+                                   cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    return process, log_path
+
+
+def test_serve_sets_up_serves_supervises_and_stops_cleanly(tmp_path):
+    port = free_port()
+    process, log_path = start_serve(tmp_path, port)
     try:
         wait_for_http(f"http://127.0.0.1:{port}/healthz", process=process, describe=log_path.read_text,
                       timeout=90)
@@ -54,14 +62,7 @@ def test_serve_sets_up_serves_supervises_and_stops_cleanly(tmp_path):
 
 def test_serve_says_what_it_does_while_it_starts_and_says_serving_only_once_the_port_answers(tmp_path):
     port = free_port()
-    env = {**os.environ, "DATA_DIR": str(tmp_path), "DATABASE_URL": "", "PYTHONUNBUFFERED": "1",
-           "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}"}
-    env.pop("TEST_DB_SUFFIX", None)
-    log_path = tmp_path / "serve.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port), "--workers", "0"],
-                                   cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+    process, log_path = start_serve(tmp_path, port, "--workers", "0")
     try:
         deadline = time.monotonic() + 90
         while "Serving on" not in log_path.read_text() and process.poll() is None and time.monotonic() < deadline:

@@ -6,8 +6,10 @@ import argparse
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -92,3 +94,35 @@ def production_env() -> dict[str, str]:
 
     return {"DEBUG": "false", "SECRET_KEY": secrets.token_urlsafe(40),
             "FIELD_ENCRYPTION_KEY": Fernet.generate_key().decode(), "ALLOWED_HOSTS": "127.0.0.1,localhost"}
+
+
+def free_port(base: int | None = None) -> int:
+    """A free loopback port: the first of `base`, `base` + 1, ... (a range agreed with others on this machine), else
+    any."""
+    for port in range(base, base + 100) if base else ():
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_http(url: str, process: subprocess.Popen, log: Path, timeout: float = 120) -> None:
+    """Return once `url` answers 200; exit with the process's log when it exits first or `timeout` passes."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"{url}: the process exited ({process.returncode}):\n{log.read_text()[-3000:]}")
+        try:
+            if httpx.get(url, timeout=1, trust_env=False).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise SystemExit(f"{url} did not answer in {timeout}s:\n{log.read_text()[-3000:]}")

@@ -24,7 +24,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,31 +33,17 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from bench_support import production_env, recreate_database, stop_process_group  # noqa: E402 - a sibling module
+from bench_support import (  # noqa: E402 - a sibling module
+    free_port,
+    production_env,
+    recreate_database,
+    stop_process_group,
+    wait_http,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "tests" / "agentserver" / "project"
 FAILED = ("BUILD_FAILED", "DEPLOY_FAILED", "CREATE_FAILED")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_http(url: str, process: subprocess.Popen, log: Path, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"{url}: the process exited ({process.returncode}):\n{log.read_text()[-3000:]}")
-        try:
-            if httpx.get(url, timeout=1, trust_env=False).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    raise SystemExit(f"{url} did not answer in {timeout}s:\n{log.read_text()[-3000:]}")
 
 
 # --- The service ---------------------------------------------------------------------------------------------------

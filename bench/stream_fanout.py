@@ -37,7 +37,6 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -49,41 +48,13 @@ from pathlib import Path
 import httpx
 import orjson
 import raw_sse  # a sibling module: benches run as scripts
-from bench_support import stop_process_group  # noqa: E402 - a sibling module
+from bench_support import free_port, stop_process_group, wait_http  # noqa: E402 - a sibling module
 
 ROOT = Path(__file__).resolve().parent.parent
 PACED_GRAPH = Path(__file__).resolve().parent / "paced_graph.py"
 PEER_PACKAGES = ["langgraph-cli[inmem]==0.4.40", "langgraph-api==0.16.7", "langgraph-runtime-inmem==0.36.7"]
 CHANNELS = ["values", "messages", "custom", "lifecycle"]
 TERMINAL = {"completed", "failed", "interrupted"}
-
-
-def free_port(base: int | None = None) -> int:
-    """A free port: the first of `base`, `base` + 1, ... (a range agreed with others on this machine), else any."""
-    for port in range(base, base + 100) if base else ():
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_ok(url: str, process: subprocess.Popen, log: Path, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"server exited ({process.returncode}):\n{log.read_text()[-3000:]}")
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    raise SystemExit(f"{url} did not answer in {timeout}s:\n{log.read_text()[-3000:]}")
 
 
 @dataclass
@@ -138,7 +109,7 @@ def start_peer(harness: Path, venv: Path, work: Path, args) -> Server:
                                     "--port", str(port)], cwd=project, env=env, stdout=out, stderr=subprocess.STDOUT,
                                    start_new_session=True)
     url = f"http://127.0.0.1:{port}"
-    wait_ok(f"{url}/ok", process, log)
+    wait_http(f"{url}/ok", process, log)
     return Server("langgraph dev", url, process, "/threads/{thread_id}/stream/events",
                   "/threads/{thread_id}/commands", create_thread=True)
 
@@ -181,7 +152,7 @@ def start_ours(harness: Path, work: Path, config: str, args) -> Server:
                                     "config.asgi:application"], cwd=ROOT, env=env, stdout=out,
                                    stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
-    wait_ok(f"{url}/healthz", process, log)
+    wait_http(f"{url}/healthz", process, log)
     return Server(f"ours ({config})", url, process, "/api/threads/{thread_id}/stream",
                   "/api/threads/{thread_id}/commands", create_thread=False)
 

@@ -178,49 +178,40 @@ def message(text: str) -> dict[str, Any]:
     return {"messages": [{"role": "human", "content": text}]}
 
 
-async def wait_client(url: str, key: str, calls: list[Call], stop: asyncio.Event, number: int) -> None:
+async def wait_values(client, text: str) -> dict:
+    """One `runs.wait` call: the run's final values."""
+    result = await client.runs.wait(None, "echo", input=message(text))
+    return result if isinstance(result, dict) else {"unexpected": result}
+
+
+async def stream_values(client, text: str) -> dict:
+    """One `runs.stream` call: the last values part (an error event fails the call)."""
+    last: dict = {}
+    async for part in client.runs.stream(None, "echo", stream_mode="values", input=message(text)):
+        if part.event == "error":
+            raise RuntimeError(f"error event: {str(part.data)[:200]}")
+        if part.event == "values" and isinstance(part.data, dict):
+            last = part.data
+    return last
+
+
+async def caller(url: str, key: str, calls: list[Call], stop: asyncio.Event, name: str, call) -> None:
+    """Call `call(client, text)` in a loop until `stop`, recording each call: its revision, or why it failed."""
     from langgraph_sdk import get_client
 
     client = get_client(url=url, api_key=key, timeout=(10, 60, 60, 60))  # connect, read, write, pool
     i = 0
     try:
         while not stop.is_set():
-            text, i = f"c{number} call {i}", i + 1
+            text, i = f"{name} call {i}", i + 1
             began = time.monotonic()
             try:
-                result = await client.runs.wait(None, "echo", input=message(text))
-                answer = result if isinstance(result, dict) else {}
-                ok = answer.get("echo") == text
-                calls.append(Call(began, time.monotonic(), answer.get("revision") if ok else None,
-                                  None if ok else f"wrong answer: {str(result)[:200]}"))
+                values = await call(client, text)
+                ok = values.get("echo") == text
+                calls.append(Call(began, time.monotonic(), values.get("revision") if ok else None,
+                                  None if ok else f"{name}: wrong answer: {str(values)[:200]}"))
             except Exception as exc:  # a failed call: counted and shown
-                calls.append(Call(began, time.monotonic(), None, f"{type(exc).__name__}: {exc}"[:300]))
-                await asyncio.sleep(0.05)
-    finally:
-        await client.aclose()
-
-
-async def stream_client(url: str, key: str, calls: list[Call], stop: asyncio.Event, number: int) -> None:
-    from langgraph_sdk import get_client
-
-    client = get_client(url=url, api_key=key, timeout=(10, 60, 60, 60))  # connect, read, write, pool
-    i = 0
-    try:
-        while not stop.is_set():
-            text, i = f"s{number} call {i}", i + 1
-            began = time.monotonic()
-            last: dict = {}
-            try:
-                async for part in client.runs.stream(None, "echo", stream_mode="values", input=message(text)):
-                    if part.event == "error":
-                        raise RuntimeError(f"error event: {str(part.data)[:200]}")
-                    if part.event == "values" and isinstance(part.data, dict):
-                        last = part.data
-                ok = last.get("echo") == text
-                calls.append(Call(began, time.monotonic(), last.get("revision") if ok else None,
-                                  None if ok else f"wrong stream end: {str(last)[:200]}"))
-            except Exception as exc:
-                calls.append(Call(began, time.monotonic(), None, f"stream {type(exc).__name__}: {exc}"[:300]))
+                calls.append(Call(began, time.monotonic(), None, f"{name}: {type(exc).__name__}: {exc}"[:300]))
                 await asyncio.sleep(0.05)
     finally:
         await client.aclose()
@@ -272,8 +263,9 @@ async def drive(args, service: Service, work: Path) -> None:
     print(f"# first revision DEPLOYED {time.monotonic() - began:.1f} s after the POST; serving at {url}", flush=True)
     calls: list[Call] = []
     stop = asyncio.Event()
-    clients = [asyncio.create_task(wait_client(url, service.key, calls, stop, n)) for n in range(args.clients)]
-    clients += [asyncio.create_task(stream_client(url, service.key, calls, stop, n))
+    clients = [asyncio.create_task(caller(url, service.key, calls, stop, f"c{n}", wait_values))
+               for n in range(args.clients)]
+    clients += [asyncio.create_task(caller(url, service.key, calls, stop, f"s{n}", stream_values))
                 for n in range(args.stream_clients)]
     try:
         await asyncio.sleep(args.before)

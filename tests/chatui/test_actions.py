@@ -85,14 +85,8 @@ def clipboard(page) -> str:
     return page.evaluate("() => navigator.clipboard.readText()")
 
 
-# KNOWN RACE, not fixed yet: now and then, on a loaded CI machine, the page that reloads right after starting a fork
-# (Chat.tsx `fork`: state.fork, then onReload) never shows the fork's run: the old answer is gone and nothing
-# streams in within 30 s. Seen in whole-suite runs only (not in a dozen runs of these tests alone). One rerun each
-# (pytest-rerunfailures) until the page's hydrate-then-subscribe step is fixed; failing twice still fails.
-FORK_RACE = pytest.mark.flaky(reruns=1)
 
 
-@FORK_RACE
 @pytest.mark.parametrize(("name", "viewport", "scheme"), [("desktop", DESKTOP, "light"), ("phone", PHONE, "light")])
 def test_edit_and_resend_forks_and_the_branches_stay_reachable_after_a_reload(base, new_page, shoot, name, viewport,
                                                                               scheme):
@@ -144,7 +138,6 @@ def test_edit_and_resend_forks_and_the_branches_stay_reachable_after_a_reload(ba
     assert page.problems == []
 
 
-@FORK_RACE
 @pytest.mark.parametrize(("name", "viewport"), [("desktop-dark", DESKTOP), ("phone-dark", PHONE)])
 def test_regenerate_makes_a_second_answer_and_both_stay_reachable(base, new_page, shoot, name, viewport):
     page = open_page(new_page, base, viewport, scheme="dark")

@@ -6,6 +6,7 @@ import { type BranchMap, getBranches, messagesAt, startFork } from "../api";
 import type { PageConfig } from "../config";
 import { describeError } from "../lib/errors";
 import { type CallOf, kindOf, toolCallsOf, toolResultsById } from "../lib/messages";
+import { settledStateFetch } from "../lib/settledState";
 import { useApprovals, usePlacement, waitingFor } from "../lib/useApprovals";
 import { ApprovalList } from "./ApprovalCard";
 import { ApprovalControls, useAskFirst, waitingReason } from "./ApprovalControls";
@@ -18,6 +19,8 @@ import { SubagentCard, type SubagentView } from "./SubagentCard";
 // The server assigns every event an `event_id`; the client drops the ones it already has after a reconnect, so a
 // longer retry budget than the default only means surviving longer outages.
 const MAX_RECONNECT_ATTEMPTS = 10;
+// The client's REST calls (the thread's state on load among them); a constant, so the client is built once.
+const CLIENT_OPTIONS = { fetch: settledStateFetch };
 const EXAMPLE_PROMPT = "Research LangGraph streaming, and separately calculate 42 * 17.";
 
 interface Props {
@@ -72,6 +75,7 @@ export function Chat({ config, threadId, missing, onThreadCreated, onThreadsChan
     threadId,
     transport: "sse",
     fetch: trackingFetch,
+    callerOptions: CLIENT_OPTIONS,
     maxReconnectAttempts: MAX_RECONNECT_ATTEMPTS,
     onReconnect: ({ attempt }) => setReconnecting(attempt),
     onThreadId: onThreadCreated,

@@ -1,27 +1,27 @@
 """The local build: a per-revision virtual environment, the project's dependencies, a graph check.
 
-The environment is created by the service's own interpreter and sees the service's packages
-through a `.pth` file (a venv made from a venv only inherits the *base* interpreter's packages
-with --system-site-packages), so a project that lists nothing beyond LangGraph installs nothing.
-Dependencies are installed with `pip install -c <constraints>`, the constraints pinning every
-package of the service at its installed version: a project cannot replace a library the serving
-code depends on, and a conflicting pin fails the build naming the package.
+The environment is created by the service's own interpreter and sees the service's code and its runtime packages
+(deployments/runtime_site.py) through a `.pth` file, so a project that lists nothing beyond LangGraph installs
+nothing, and nothing else installed beside the service is visible. Dependencies are installed with
+`pip install -c <constraints>`, the constraints pinning every runtime package at its installed version: a project
+cannot replace a library the serving code depends on, and a conflicting pin fails the build with one line naming
+the package, the version the runtime runs and what to write instead.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 import sys
-import sysconfig
 import tempfile
-from importlib import metadata
 from pathlib import Path
 
 from django.conf import settings
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from deployments import runtime_site
 from deployments.langgraph_config import ProjectConfig
 from deployments.processes import LineWriter, run_logged
 
@@ -30,40 +30,38 @@ class BuildFailed(Exception):
     """The build cannot succeed; the message says why (it ends the revision BUILD_FAILED)."""
 
 
-def service_site_dirs() -> list[str]:
-    paths = sysconfig.get_paths()
-    return list(dict.fromkeys([paths["purelib"], paths["platlib"]]))
-
-
 def create_venv(venv: Path, *, extra_paths: list[Path]) -> Path:
     """Create the revision's environment; return its python."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", "--clear", str(venv)],
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--clear", str(venv)],
                    check=True, capture_output=True, timeout=120)
     python = venv / "bin" / "python"
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           check=True, capture_output=True, text=True, timeout=60).stdout.strip()
     # Service first: a project module must not shadow the code that serves it.
-    lines = [str(settings.BASE_DIR), *service_site_dirs(), *(str(p) for p in extra_paths)]
+    lines = [str(settings.BASE_DIR), str(runtime_site.ensure_site()), *(str(p) for p in extra_paths)]
     (Path(site) / "_langgraph_service.pth").write_text("\n".join(lines) + "\n")
     return python
-
-
-def service_constraints() -> dict[str, str]:
-    """Every distribution installed for the service, by canonical name, with its version."""
-    pins: dict[str, str] = {}
-    for dist in metadata.distributions():
-        name = dist.name  # the "Name" metadata, None when a broken install lacks it
-        if name:
-            pins.setdefault(canonicalize_name(name), dist.version)
-    return pins
 
 
 def write_constraints(path: Path, pins: dict[str, str]) -> None:
     path.write_text("".join(f"{name}=={version}\n" for name, version in sorted(pins.items())))
 
 
+def supported_range(version: str) -> str:
+    """A range that admits the runtime's version and its later patch releases (what a project may write)."""
+    release = version.split("+", 1)[0].split(".")
+    if len(release) < 2 or not all(part.isdigit() for part in release[:2]):
+        return f"=={version}"
+    return f">={version},<{release[0]}.{int(release[1]) + 1}"
+
+
+def pin_conflict(package: str, wanted: str, pinned: str) -> str:
+    return (f"{wanted} conflicts with the runtime, which runs {package} {pinned}: write "
+            f"{package}{supported_range(pinned)} (or leave {package} out; the runtime provides it).")
+
+
 def check_pins(requirements: list[str], pins: dict[str, str]) -> None:
-    """Fail fast, naming the package, when a requirement excludes the version the service runs."""
+    """Fail fast, in one line, when a requirement excludes the version the runtime runs."""
     for item in requirements:
         try:
             requirement = Requirement(item)
@@ -71,8 +69,31 @@ def check_pins(requirements: list[str], pins: dict[str, str]) -> None:
             continue
         pinned = pins.get(canonicalize_name(requirement.name))
         if pinned and requirement.specifier and not requirement.specifier.contains(pinned, prereleases=True):
-            raise BuildFailed(f"Dependency {item!r} conflicts with the service's pinned "
-                              f"{requirement.name}=={pinned}: this package cannot be changed by a deployment.")
+            raise BuildFailed(pin_conflict(requirement.name, f"Dependency {item!r}", pinned))
+
+
+# pip's report of a conflict ("The conflict is caused by:"): which package needs which version of another.
+_DEPENDS = re.compile(r"^\s*(?P<who>\S+ \S+) depends on (?P<what>[A-Za-z0-9._-]+)(?P<spec>[^;\s]*)")
+
+
+def transitive_conflict(lines: list[str], pins: dict[str, str]) -> str | None:
+    """One line for a conflict pip found between a project package's own needs and a runtime package."""
+    for line in lines:
+        found = _DEPENDS.match(line)
+        if not found:
+            continue
+        name = canonicalize_name(found["what"])
+        pinned = pins.get(name)
+        if pinned is None:
+            continue
+        try:
+            requirement = Requirement(found["what"] + found["spec"])
+        except InvalidRequirement:
+            continue
+        if not requirement.specifier.contains(pinned, prereleases=True):
+            return (f"{found['who']} needs {found['what']}{found['spec']}, but the runtime runs {found['what']} "
+                    f"{pinned}: choose a version of {found['who'].split()[0]} that accepts {found['what']} {pinned}.")
+    return None
 
 
 def pip_targets(config: ProjectConfig) -> tuple[list[str], list[Path]]:
@@ -110,6 +131,9 @@ def pip_install(*, python: Path, arguments: list[str], constraints: Path, env: d
     code = run_logged(command, env=env, cwd=cwd, sink=_PipLevels(sink), should_stop=should_stop,
                       timeout=settings.DEPLOY_BUILD_TIMEOUT_SECONDS)
     if code != 0:
+        explained = transitive_conflict(list(sink.tail), runtime_site.runtime_pins())
+        if explained:
+            raise BuildFailed(explained)
         conflict = next((line for line in sink.tail if "conflict" in line.lower()), "")
         reason = conflict or next((line for line in reversed(sink.tail) if line.startswith("ERROR: ")), "")
         raise BuildFailed(f"Installing the dependencies failed (pip exited with {code}). {reason}".strip())

@@ -34,7 +34,7 @@ from django.db import connections
 
 from core.exceptions import BadRequest
 from core.processes import pid_alive
-from deployments import build, databases, environment, langgraph_config, resources, sources
+from deployments import build, databases, environment, langgraph_config, resources, runtime_site, sources
 from deployments.models import Deployment, Revision, RevisionLog
 from deployments.processes import LineSink, RecordLevels, StepStopped, popen, stop_group
 from deployments.runners import limits
@@ -149,7 +149,7 @@ class LocalProcessRunner:
         python = build.create_venv(dirs.venv, extra_paths=on_path)
         ctx.log(f"Created the environment {dirs.venv.name} (Python {sys.version_info.major}.{sys.version_info.minor}).")
         try:
-            pins = build.service_constraints()
+            pins = runtime_site.runtime_pins()
             build.check_pins(build.requirement_lines(config), pins)
             if arguments:
                 constraints = dirs.root / "constraints.txt"

@@ -7,17 +7,31 @@ import pytest
 from core.services import job_claim, job_finish
 from deployments.services import get_runner
 from tests.deployments.support_projects import make_project, tarball
+from tests.deployments.support_wheels import wheel_of_installed
 from tests.support_processes import ChildProcess, LiveServer
 
 
+# What test projects depend on beyond the runtime, installed offline from wheels of the test environment's copies.
+PROJECT_EXTRAS = ("starlette",)
+
+
+@pytest.fixture(scope="session")
+def pip_args(tmp_path_factory) -> str:
+    """Offline builds: pip finds nothing but PROJECT_EXTRAS' wheels."""
+    wheelhouse = tmp_path_factory.mktemp("wheelhouse")
+    for name in PROJECT_EXTRAS:
+        wheel_of_installed(name, wheelhouse)
+    return f"--no-index --find-links {wheelhouse}"
+
+
 @pytest.fixture
-def deploy_settings(settings, tmp_path):
+def deploy_settings(settings, tmp_path, pip_args):
     """The local runner on, its files under tmp_path, file:// repos allowed under tmp_path/repos, pip offline; the
     deployments' own databases dropped afterwards (on PostgreSQL they outlive the test database otherwise)."""
     settings.DEPLOY_LOCAL_RUNNER_ENABLED = True
     settings.DEPLOY_ROOT = tmp_path / "deploy-root"
     settings.DEPLOY_GIT_ALLOWED_ROOTS = [str(tmp_path / "repos")]
-    settings.DEPLOY_PIP_ARGS = "--no-index"
+    settings.DEPLOY_PIP_ARGS = pip_args
     settings.DEPLOY_HEALTH_TIMEOUT_SECONDS = 60
     settings.DEPLOY_DRAIN_SECONDS = 5
     (tmp_path / "repos").mkdir(exist_ok=True)
@@ -111,11 +125,11 @@ def run_jobs():
 class Stack:
     """A live server and a worker sharing the test database, with the local runner on."""
 
-    def __init__(self, tmp_path, settings, **extra_env):
+    def __init__(self, tmp_path, settings, pip_args: str, **extra_env):
         self.tmp_path = tmp_path
         self.env = {
             "DEPLOY_ROOT": str(tmp_path / "deploy-root"), "DEPLOY_LOCAL_RUNNER_ENABLED": "true",
-            "DEPLOY_GIT_ALLOWED_ROOTS": str(tmp_path / "repos"), "DEPLOY_PIP_ARGS": "--no-index",
+            "DEPLOY_GIT_ALLOWED_ROOTS": str(tmp_path / "repos"), "DEPLOY_PIP_ARGS": pip_args,
             "WORKER_POLL_SECONDS": "0.2", "DEPLOY_RECONCILE_SECONDS": "2", "DEPLOY_HEALTH_TIMEOUT_SECONDS": "90",
             # The service's own secrets, explicitly: tests assert that served graphs never see them.
             "SECRET_KEY": settings.SECRET_KEY, "FIELD_ENCRYPTION_KEY": ",".join(settings.FIELD_ENCRYPTION_KEY),
@@ -144,11 +158,11 @@ class Stack:
 
 
 @pytest.fixture
-def stack_factory(transactional_db, tmp_path, settings):
+def stack_factory(transactional_db, tmp_path, settings, pip_args):
     started = []
 
     def start(**extra_env) -> Stack:
-        stack = Stack(tmp_path, settings, **extra_env)
+        stack = Stack(tmp_path, settings, pip_args, **extra_env)
         started.append(stack)
         return stack
 

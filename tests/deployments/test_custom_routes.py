@@ -63,6 +63,8 @@ HTTP = {
 
 
 def _deploy(api: Api, tmp_path, config: dict) -> str:
+    # The project's app is Starlette, which the runtime does not provide: the project names it, as it must anywhere.
+    config = {**config, "dependencies": [*config["dependencies"], "starlette"]}
     project = make_project(tmp_path / "project", config=config, files={"src/agent/webapp.py": WEBAPP})
     # Webhooks pass the egress guard: the tests' receiver on loopback is allowlisted.
     return deploy_project(api, project, name="custom-routes",

@@ -8,11 +8,13 @@ import pytest
 
 from core.models import Job
 from core.services import job_claim, job_enqueue
-from deployments import pipeline
+from deployments import pipeline, runtime_site
 from deployments.models import Deployment, Revision, RevisionLog
 from tests.deployments.support_projects import CONFIG, GRAPH, make_project, tarball
 
 pytestmark = pytest.mark.django_db(transaction=True)
+LANGGRAPH = runtime_site.runtime_pins()["langgraph"]
+LANGGRAPH_NEXT_MINOR = "{}.{}".format(LANGGRAPH.split(".")[0], int(LANGGRAPH.split(".")[1]) + 1)
 
 
 def logs(revision_id, log_type=None) -> str:
@@ -38,8 +40,12 @@ def deploy_variant(internal_deployment, tmp_path, run_jobs, *, secrets=None, **p
     ({"config": {**CONFIG, "dependencies": [".", "surely-not-a-package-6f1d==1.0"]}},
      "No matching distribution found for surely-not-a-package-6f1d"),
     ({"config": {**CONFIG, "dependencies": [".", "langgraph==0.0.1"]}},
-     "conflicts with the service's pinned langgraph"),
-    ({"config": CONFIG, "files": {"requirements.txt": "langgraph<0.1\n"}}, "conflicts with the service's pinned"),
+     f"Dependency 'langgraph==0.0.1' conflicts with the runtime, which runs langgraph {LANGGRAPH}: write "
+     f"langgraph>={LANGGRAPH},<{LANGGRAPH_NEXT_MINOR} (or leave langgraph out; the runtime provides it)."),
+    ({"config": CONFIG, "files": {"requirements.txt": "langgraph<0.1\n"}},
+     f"'langgraph<0.1' conflicts with the runtime, which runs langgraph {LANGGRAPH}"),
+    # Installed beside the service (pytest needs it), but not part of the runtime: a revision does not see it.
+    ({"graph": "import iniconfig\n" + GRAPH}, "No module named 'iniconfig'"),
 ])
 def test_a_broken_build_ends_build_failed_with_the_cause_in_the_build_log(internal_deployment, tmp_path, run_jobs,
                                                                           project, cause):
@@ -48,6 +54,32 @@ def test_a_broken_build_ends_build_failed_with_the_cause_in_the_build_log(intern
     assert cause in logs(revision.id, "build"), logs(revision.id)
     assert not has_job("deployments.deploy", revision)
     assert Deployment.objects.get(id=revision.deployment_id).active_revision is None
+
+
+def test_a_dependency_that_needs_another_version_of_a_runtime_package_fails_in_one_line_naming_both(
+        internal_deployment, tmp_path, run_jobs, settings):
+    wheelhouse = tmp_path / "wheels"
+    make_wheel(wheelhouse, "oldlib", "1.0", requires=["langgraph<1.0"])
+    settings.DEPLOY_PIP_ARGS = f"--no-index --find-links {wheelhouse}"
+    revision = deploy_variant(internal_deployment, tmp_path, run_jobs,
+                              config={**CONFIG, "dependencies": [".", "oldlib==1.0"]})
+    assert revision.status == "BUILD_FAILED"
+    assert revision.status_message == (f"oldlib 1.0 needs langgraph<1.0, but the runtime runs langgraph {LANGGRAPH}: "
+                                       f"choose a version of oldlib that accepts langgraph {LANGGRAPH}.")
+
+
+def make_wheel(into, name: str, version: str, *, requires: list[str]) -> None:
+    """A wheel with one empty module and the given requirements."""
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    into.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(into / f"{name}-{version}-py3-none-any.whl", "w") as wheel:
+        wheel.writestr(f"{name}.py", "")
+        wheel.writestr(f"{info}/METADATA", "\n".join(["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}",
+                                                      *(f"Requires-Dist: {r}" for r in requires)]) + "\n")
+        wheel.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        wheel.writestr(f"{info}/RECORD", f"{name}.py,,\n{info}/METADATA,,\n{info}/WHEEL,,\n{info}/RECORD,,\n")
 
 
 def has_job(kind, revision) -> bool:

@@ -27,7 +27,8 @@ from tests.chatui.support_page import (  # noqa: E402
     wait_for_run_end,
 )
 
-pytestmark = [pytest.mark.live, pytest.mark.browser]
+# The page against PostgreSQL adds nothing the protocol tests (tests/chat) do not run there already.
+pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.no_postgres_pass]
 page_server = live_page_server(CHAT_AGENT_DELAY_SCALE="0.4")
 PHONE = {"width": 375, "height": 800}
 

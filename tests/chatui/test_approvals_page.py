@@ -26,7 +26,8 @@ from tests.chatui.support_page import (  # noqa: E402
     wait_for_run_end,
 )
 
-pytestmark = [pytest.mark.live, pytest.mark.browser]
+# The page against PostgreSQL adds nothing the protocol tests (tests/chat) do not run there already.
+pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.no_postgres_pass]
 page_server = live_page_server(CHAT_APPROVE_TOOLS="calculator,search_web", CHAT_AGENT_DELAY_SCALE="0.5")
 MATH = "Calculate 42 * 17"
 BOTH = "Research the abacus, and separately calculate 42 * 17."

@@ -16,7 +16,8 @@ from playwright.sync_api import expect  # noqa: E402
 from tests.chatui.conftest import live_page_server  # noqa: E402
 from tests.chatui.support_page import log_in, send, thread_id_in_url, wait_for_run_end  # noqa: E402
 
-pytestmark = [pytest.mark.live, pytest.mark.browser]
+# The page against PostgreSQL adds nothing the protocol tests (tests/chat) do not run there already.
+pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.no_postgres_pass]
 page_server = live_page_server(CHAT_ALLOW_ANONYMOUS="false", CHAT_MODEL="openai:gpt-5.4-mini", OPENAI_API_KEY="")
 
 

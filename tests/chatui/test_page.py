@@ -33,7 +33,8 @@ from tests.chatui.support_page import (  # noqa: E402
     watch_streaming,
 )
 
-pytestmark = [pytest.mark.live, pytest.mark.browser]
+# The page against PostgreSQL adds nothing the protocol tests (tests/chat) do not run there already.
+pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.no_postgres_pass]
 page_server = live_page_server()
 
 

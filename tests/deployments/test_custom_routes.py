@@ -62,9 +62,11 @@ HTTP = {
 }
 
 
+# The project's app is Starlette, which the runtime does not provide: the project names it, as it must anywhere.
+WITH_STARLETTE = {**CONFIG, "dependencies": [*CONFIG["dependencies"], "starlette"]}
+
+
 def _deploy(api: Api, tmp_path, config: dict) -> str:
-    # The project's app is Starlette, which the runtime does not provide: the project names it, as it must anywhere.
-    config = {**config, "dependencies": [*config["dependencies"], "starlette"]}
     project = make_project(tmp_path / "project", config=config, files={"src/agent/webapp.py": WEBAPP})
     # Webhooks pass the egress guard: the tests' receiver on loopback is allowlisted.
     return deploy_project(api, project, name="custom-routes",
@@ -77,7 +79,7 @@ def test_a_project_app_is_served_beside_the_agent_server_behind_the_deployment_k
     owner = api_key_create(workspaces=[workspace])[1]
     no_chat = api_key_create(workspaces=[workspace], permissions=["deployments:read"])[1]
     stack = stack_factory()
-    custom_url = _deploy(Api(stack.url, owner), tmp_path, {**CONFIG, "http": HTTP})
+    custom_url = _deploy(Api(stack.url, owner), tmp_path, {**WITH_STARLETTE, "http": HTTP})
     with httpx.Client(base_url=custom_url, timeout=30, trust_env=False) as http:
         keyed = {"X-Api-Key": owner}
         hello = http.get("/hello", headers=keyed)
@@ -142,7 +144,7 @@ def test_mount_prefix_moves_every_route_under_it_and_disable_meta_frees_the_meta
     stack = stack_factory()
     http_section = {"app": "./src/agent/webapp.py:app", "mount_prefix": "/my-api", "disable_meta": True,
                     "disable_assistants": True, "disable_webhooks": True}
-    custom_url = _deploy(Api(stack.url, owner), tmp_path, {**CONFIG, "http": http_section})
+    custom_url = _deploy(Api(stack.url, owner), tmp_path, {**WITH_STARLETTE, "http": http_section})
     with httpx.Client(base_url=custom_url, timeout=30, trust_env=False, headers={"X-Api-Key": owner}) as http:
         assert http.get("/my-api/hello").json()["hello"] == "world"
         assert http.get("/hello").status_code == 404
@@ -180,7 +182,7 @@ def _webhooks_are_not_called(http: httpx.Client, webhook_receiver) -> None:
 ])
 def test_a_wrong_http_section_fails_the_build_with_a_message_naming_the_key(internal_deployment, tmp_path, run_jobs,
                                                                             http, cause):
-    revision = deploy_variant(internal_deployment, tmp_path, run_jobs, config={**CONFIG, "http": http},
+    revision = deploy_variant(internal_deployment, tmp_path, run_jobs, config={**WITH_STARLETTE, "http": http},
                               files={"src/agent/webapp.py": WEBAPP})
     assert revision.status == "BUILD_FAILED"
     assert cause in revision.status_message, revision.status_message

@@ -21,7 +21,6 @@ from importlib import metadata
 from pathlib import Path
 
 from django.conf import settings
-from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
@@ -54,7 +53,8 @@ def _installed() -> dict[str, metadata.Distribution]:
 def _applies(requirement: Requirement, extras: set[str]) -> bool:
     if requirement.marker is None:
         return True
-    return any(requirement.marker.evaluate({**default_environment(), "extra": extra}) for extra in extras or {""})
+    # evaluate() fills in the rest of this interpreter's environment.
+    return any(requirement.marker.evaluate({"extra": extra}) for extra in extras or {""})
 
 
 @lru_cache(maxsize=1)

@@ -10,7 +10,6 @@ from tests.deployments.support_projects import make_project, tarball
 from tests.deployments.support_wheels import wheel_of_installed
 from tests.support_processes import ChildProcess, LiveServer
 
-
 # What test projects depend on beyond the runtime, installed offline from wheels of the test environment's copies.
 PROJECT_EXTRAS = ("starlette",)
 

@@ -26,6 +26,7 @@ def wheel_of_installed(name: str, into: Path) -> Path:
         for file in kept:
             archive.write(site / file, str(file))
         record = io.StringIO()
-        csv.writer(record, lineterminator="\n").writerows([[str(f), "", ""] for f in kept] + [[f"{info}/RECORD", "", ""]])
+        rows = [[str(f), "", ""] for f in kept] + [[f"{info}/RECORD", "", ""]]
+        csv.writer(record, lineterminator="\n").writerows(rows)
         archive.writestr(f"{info}/RECORD", record.getvalue())
     return wheel

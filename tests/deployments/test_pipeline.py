@@ -78,7 +78,8 @@ def make_wheel(into, name: str, version: str, *, requires: list[str]) -> None:
         wheel.writestr(f"{name}.py", "")
         wheel.writestr(f"{info}/METADATA", "\n".join(["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}",
                                                       *(f"Requires-Dist: {r}" for r in requires)]) + "\n")
-        wheel.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        wheel.writestr(f"{info}/WHEEL",
+                       "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
         wheel.writestr(f"{info}/RECORD", f"{name}.py,,\n{info}/METADATA,,\n{info}/WHEEL,,\n{info}/RECORD,,\n")
 
 

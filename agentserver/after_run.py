@@ -1,4 +1,4 @@
-"""What happens after an Agent Server chat run ended (chat.run_execution.AFTER_RUN hooks, registered in apps.py):
+"""What happens after an Agent Server chat run ended (chat.runs.execution.AFTER_RUN hooks, registered in apps.py):
 the run's webhook is called, and a stateless run's temporary thread is removed (by the request waiting for the run,
 or else by the hook a few seconds later)."""
 
@@ -14,8 +14,9 @@ from django.utils import timezone
 
 from agentserver import selectors
 from agentserver.serializers import RunOutputSerializer
-from chat import db_executor, event_sql
+from chat import db_executor
 from chat import services as chat_services
+from chat.events import sql as event_sql
 from chat.graph_runtime import get_checkpointer
 from chat.models import ChatRun, ChatThread
 from chat.wire import dumps

@@ -19,7 +19,7 @@ from agentserver.http import AgentServerApi, query_flag
 from agentserver.serializers import RunCreateSerializer, RunOutputSerializer
 from chat import db_executor
 from chat.models import ChatRun
-from chat.run_control import run_stop
+from chat.runs.control import run_stop
 from chat.subscriptions import cursor_from_last_event_id
 from chat.wire import dumps
 from core.exceptions import RequestValidationError

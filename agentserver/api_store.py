@@ -1,9 +1,9 @@
-"""The Agent Server API's store operations, one view per operation, on the caller's own store (chat/store.py).
+"""The Agent Server API's store operations, one view per operation, on the caller's own store (chat/store/base.py).
 
 Each owner (API key's workspace, user, anonymous) has a store of its own, the one its runs' graphs get; a serving
 process has its own database, so a deployment's store is its own too. Items, search results and namespaces have the
 shapes `langgraph dev` answers with. The store has the semantic index and TTLs the served langgraph.json's `store`
-configures (chat/store_config.py): a put's `index` and `ttl`, a read's `refresh_ttl` and a search's `query` act as in
+configures (chat/store/config.py): a put's `index` and `ttl`, a read's `refresh_ttl` and a search's `query` act as in
 the Agent Server; without an index, `query` is ignored and `score` is null.
 """
 
@@ -17,8 +17,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from agentserver.http import AgentServerApi, query_flag
-from chat.store import AddressTooLong, DjangoStore
-from chat.store_config import store_for
+from chat.store.base import AddressTooLong, DjangoStore
+from chat.store.config import store_for
 from core.exceptions import RequestValidationError
 from core.rest_errors import api_error_response
 

@@ -7,7 +7,7 @@ class AgentServerConfig(AppConfig):
     verbose_name = "Agent Server API"
 
     def ready(self) -> None:
-        from chat.run_hooks import after_run
+        from chat.runs.hooks import after_run
 
         after_run("agentserver.after_run.call_webhook")
         after_run("agentserver.after_run.remove_temporary_thread")

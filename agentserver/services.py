@@ -1,6 +1,6 @@
 """Writes of the Agent Server API: assistants (versioned), chat threads as Agent Server threads, and their chat runs.
 
-An Agent Server run is a chat.models.ChatRun of kind "agent_server", created queued (chat/run_queue.py executes it):
+An Agent Server run is a chat.models.ChatRun of kind "agent_server", created queued (chat/runs/queue.py executes it):
 the chat protocol's runs and these share one table, one executor, one checkpointer and one event log, so a thread
 is busy for both.
 """
@@ -24,8 +24,8 @@ from chat import thread_ttl
 from chat.access import Caller
 from chat.graph_runtime import get_checkpointer
 from chat.models import ChatRun, ChatThread
-from chat.run_control import run_stop
-from chat.run_queue import notify_executors
+from chat.runs.control import run_stop
+from chat.runs.queue import notify_executors
 from chat.stream_modes import STREAM_MODES
 from core import egress
 from core.exceptions import BadRequest, Conflict, NotFound, RequestValidationError

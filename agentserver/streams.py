@@ -2,7 +2,7 @@
 
 Views create the chat run synchronously, then return a Django StreamingHttpResponse over one of these async generators,
 which Daphne iterates on its event loop. Frames are read from the thread's event log (replay after the cursor) and
-then from the process's thread hub (chat/hub.py), like the chat protocol's streams.
+then from the process's thread hub (chat/events/hub.py), like the chat protocol's streams.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from django.conf import settings
 from django.http import StreamingHttpResponse
 
 from chat import db_executor, selectors
-from chat.hub import Subscriber, hubs, wait_event
+from chat.events.hub import Subscriber, hubs, wait_event
 from chat.models import ChatRun
 from chat.subscriptions import END_OF_RUN, FramesSubscription
 from chat.wire import dumps

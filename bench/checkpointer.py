@@ -162,7 +162,7 @@ async def conversation(checkpointer, scenario: str, thread_id: str, turns: int) 
 
 
 async def run(backend: str, scenario: str, turns: int, rounds: int, postgres_url: str, workdir: Path) -> None:
-    from chat.checkpointer import DjangoCheckpointSaver
+    from chat.checkpointer.saver import DjangoCheckpointSaver
 
     ours = DjangoCheckpointSaver()
     peer_name = "AsyncSqliteSaver" if backend == "sqlite" else "AsyncPostgresSaver"

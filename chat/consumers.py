@@ -16,8 +16,8 @@ from django.conf import settings
 from chat import db_executor, protocol_commands, selectors, services
 from chat.access import Caller, ChatAccessError
 from chat.branches import NoSuchCheckpoint, branch_map, checkpoint_tree, off_branch_runs
+from chat.events.hub import BATCH_BYTES, Subscriber, hubs, wait_event
 from chat.graph_runtime import get_served_graph
-from chat.hub import BATCH_BYTES, Subscriber, hubs, wait_event
 from chat.sse_consumer import BadBody, ChatConsumer, parse_json, validated
 from chat.subscriptions import parse_subscription
 from chat.thread_approvals import thread_approvals

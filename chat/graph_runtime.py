@@ -57,7 +57,7 @@ class ServedGraph:
 
 def get_checkpointer():
     """The process-wide checkpointer: the Django-ORM saver, shared by every server process through the database."""
-    from chat.checkpointer import get_checkpointer as django_checkpointer
+    from chat.checkpointer.saver import get_checkpointer as django_checkpointer
 
     return django_checkpointer()
 

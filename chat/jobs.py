@@ -9,10 +9,10 @@ from django.conf import settings
 from django.db.models import Count
 
 from chat import services
-from chat.hub import publish
+from chat.events.hub import publish
 from chat.models import ChatEvent
-from chat.store_expiry import store_sweep_expired
-from chat.store_schema import SWEEP_JOB, settings_sweep_seconds
+from chat.store.expiry import store_sweep_expired
+from chat.store.schema import SWEEP_JOB, settings_sweep_seconds
 from core.registry import periodic, worker_service
 
 log = logging.getLogger("chat.jobs")
@@ -28,7 +28,7 @@ def sweep_dead_runs() -> None:
 
 @periodic(SWEEP_JOB, every_seconds=settings_sweep_seconds())
 def sweep_expired_store_items() -> None:
-    """Delete the store items whose TTL ran out (store.ttl; chat/store_config.py sets how often, from
+    """Delete the store items whose TTL ran out (store.ttl; chat/store/config.py sets how often, from
     sweep_interval_minutes). They are invisible from their expiry on already: this reclaims the space."""
     deleted = store_sweep_expired()
     if deleted:
@@ -53,6 +53,6 @@ def run_executor(stop) -> None:
     if settings.CHAT_RUN_EXECUTOR != "worker":
         return
     # Imported here: graphs and LangGraph are loaded only by workers that execute runs.
-    from chat.run_queue import run_executor_until
+    from chat.runs.queue import run_executor_until
 
     run_executor_until(stop)

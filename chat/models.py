@@ -1,6 +1,6 @@
 """Chat data.
 
-The first three models are the LangGraph checkpoint store behind chat/checkpointer.py; they are
+The first three models are the LangGraph checkpoint store behind chat/checkpointer/saver.py; they are
 written and read only through DjangoCheckpointSaver, never by views or services directly.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.db import models
 
-# --- Checkpoints (chat/checkpointer.py) -----------------------------------------------------------
+# --- Checkpoints (chat/checkpointer/saver.py) -----------------------------------------------------------
 # The layout follows langgraph-checkpoint-postgres: a row per checkpoint holding its small values
 # inline, channel values by (channel, version) in CheckpointBlob so an unchanged channel is stored
 # once, and the pending writes of each checkpoint in CheckpointWrite. Everything is keyed by
@@ -173,7 +173,7 @@ class ChatRun(BaseModel):
     # Cancellation is a flag any process can set; the executing process polls it.
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # --- What an executor needs to claim and execute a queued run (chat/run_queue.py) ---
+    # --- What an executor needs to claim and execute a queued run (chat/runs/queue.py) ---
     # "protocol": started by run.start (astream_events v3, protocol events only); "agent_server": started through the
     # Agent Server API, whose SSE frames (its stream modes) are stored beside the protocol events.
     kind = models.CharField(max_length=16, default="protocol")
@@ -247,7 +247,7 @@ class ChatInterrupt(models.Model):
         return f"{self.thread_id}/{self.interrupt_id}"
 
 
-# --- The LangGraph store (chat/store.py) ----------------------------------------------------------
+# --- The LangGraph store (chat/store/base.py) ----------------------------------------------------------
 
 
 class StoreItem(models.Model):
@@ -285,7 +285,7 @@ class StoreItem(models.Model):
 
 class StoreVector(models.Model):
     """The embedding of one indexed field of a StoreItem (store.index), as float32 bytes: search with a `query` scores
-    them exactly, in batches (chat/store_vectors.py), on both databases alike. An item has one per embedded text."""
+    them exactly, in batches (chat/store/vectors.py), on both databases alike. An item has one per embedded text."""
 
     item = models.ForeignKey(StoreItem, on_delete=models.CASCADE, related_name="vectors")
     # The field path the text came from (`$`, `content`, `tags.0`): as LangGraph names it.

@@ -15,7 +15,7 @@ from chat import db_executor, selectors, services
 from chat.access import Caller
 from chat.graph_runtime import get_served_graph
 from chat.respond import input_respond
-from chat.run_start import CommandError, start_run
+from chat.runs.start import CommandError, start_run
 from chat.threads import NoSuchNamespace, namespace_checkpoints, namespace_state
 from core.protocol_errors import error_body
 

@@ -14,7 +14,7 @@ from chat import db_executor, selectors
 from chat.access import Caller
 from chat.graph_runtime import get_served_graph
 from chat.interrupts import InvalidResponse, PendingInterrupt, check_response, pending_interrupts
-from chat.run_start import CommandError, start_run
+from chat.runs.start import CommandError, start_run
 from core.exceptions import NotFound
 
 

@@ -17,8 +17,9 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Max, Min
 from django.utils import timezone
 
-from chat import event_sql, thread_ttl
+from chat import thread_ttl
 from chat.access import Caller
+from chat.events import sql as event_sql
 from chat.frames import Frame, end_frame, frame_channel
 from chat.models import ChatEvent, ChatInterrupt, ChatRun, ChatThread, Checkpoint
 from chat.wire import StoredEvent, WireEvent, dumps, lifecycle_event
@@ -347,7 +348,7 @@ def run_roll_back(*, run_id: uuid.UUID | str) -> bool:
     run = ChatRun.objects.filter(pk=run_id).only("kwargs", "thread_id").first()
     if run is None or not (run.kwargs or {}).get(ROLLBACK_KEY):
         return False
-    from chat.checkpointer import get_checkpointer
+    from chat.checkpointer.saver import get_checkpointer
 
     get_checkpointer().delete_for_runs([str(run_id)])
     run.delete()
@@ -390,7 +391,7 @@ def run_fail_dead(*, run: ChatRun, error: str = DEAD_RUN_ERROR, retry: bool = Fa
             updated_at=timezone.now())
         if requeued:
             # Its input is applied again by the retry: the checkpoints that recorded it go.
-            from chat.checkpointer import get_checkpointer
+            from chat.checkpointer.saver import get_checkpointer
 
             get_checkpointer().delete_for_runs([str(run.pk)])
             log.warning("run %s of thread %s is queued again: its process (%s) stopped before checkpointing",

@@ -1,7 +1,7 @@
 """A run's LangGraph stream-mode output as the Agent Server's SSE frames (`event: <mode>`, `data: <json>`).
 
 The Agent Server API (agentserver/) starts chat runs with a list of stream modes; the run executor
-(chat/run_execution.py) runs such a run with `graph.astream(stream_mode=[...])` and turns each chunk into frames
+(chat/runs/execution.py) runs such a run with `graph.astream(stream_mode=[...])` and turns each chunk into frames
 here, which it stores in the thread's event log beside the protocol events, on the channel `as:<run id>`. What the
 frames say follows LangChain's Agent Server (`langgraph dev` 0.16.7), checked by tests/agentserver/test_differential.py:
 
@@ -10,7 +10,7 @@ frames say follows LangChain's Agent Server (`langgraph dev` 0.16.7), checked by
   `messages/metadata` once per message id, then the message accumulated so far, as a whole message (`ai`), as
   `messages/partial` (or a finished one as `messages/complete`);
 - `events` runs the graph with `astream_events` (v2) instead and forwards every callback event but the run's own
-  `on_chain_stream` (chat/run_execution.py);
+  `on_chain_stream` (chat/runs/execution.py);
 - with `stream_subgraphs`, a subgraph's frames are named `<mode>|<namespace>|…`;
 - an interrupt arrives in the `values` (and `updates`) frames as `__interrupt__`;
 - a failure ends the stream with `error` `{error, message}`.

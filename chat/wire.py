@@ -6,7 +6,7 @@ The Python stream differs from what the JS examples send (agent-streaming-protoc
 1. `messages` data is a `(payload, metadata)` tuple: the payload alone is sent, `params.node` comes from metadata.
 2. Subgraph (subagent) `lifecycle` events arrive at namespace `[]` with the real one in `data.namespace`: it is
    moved to `params.namespace`, or a subagent's `completed` would look like the root run ending.
-3. No root lifecycle at all: the run executor (chat/run_execution.py) adds `running` and the terminal event.
+3. No root lifecycle at all: the run executor (chat/runs/execution.py) adds `running` and the terminal event.
 4. `checkpoints` carry the whole checkpoint and `updates` a raw `{node: delta}`: reduced to `{id, parent_id, step,
    source}` and `{node, values}`.
 5. Live objects (messages, `Command`, `Send`, interrupts) are serialised to JSON the way the JS server does.

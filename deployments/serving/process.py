@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from chat import store_config
+from chat.store import config as store_config
 
 
 def project_graph_specs(config_path: str | Path) -> dict[str, str]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from chat import hub
-from chat.hub import BATCH_BYTES, FilterGroup, Subscriber
+from chat.events import hub
+from chat.events.hub import BATCH_BYTES, FilterGroup, Subscriber
 from chat.subscriptions import Subscription
 
 CUSTOM = Subscription(channels=frozenset({"custom"}))

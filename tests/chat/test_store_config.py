@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from chat import store_config, store_schema
+from chat.store import config as store_config
+from chat.store import schema as store_schema
 from deployments import langgraph_config
 from tests.chat.store_embedding import DIMS, embed
 

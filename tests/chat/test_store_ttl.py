@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from chat import db_executor, store_config, store_schema
+from chat import db_executor
 from chat.models import StoreItem, StoreVector
-from chat.store import DjangoStore
-from chat.store_expiry import store_sweep_expired
+from chat.store import config as store_config
+from chat.store import schema as store_schema
+from chat.store.base import DjangoStore
+from chat.store.expiry import store_sweep_expired
 from core.registry import PERIODICS
 from core.worker import Worker
 from tests.chat.store_embedding import DIMS, embed_texts

@@ -15,7 +15,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from langgraph.checkpoint.memory import InMemorySaver
 
-from chat import graph_runtime, store_config
+from chat import graph_runtime
+from chat.store import config as store_config
 from deployments.serving.custom_routes import load_custom_app
 from deployments.serving.process import configure_project_store, project_graph_specs
 from deployments.serving.user_errors import user_error

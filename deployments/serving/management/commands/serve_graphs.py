@@ -20,8 +20,9 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
-from chat import graph_runtime, store_config, thread_ttl
+from chat import graph_runtime, thread_ttl
 from chat import services as chat_services
+from chat.store import config as store_config
 from core.worker import Worker
 from deployments.serving.process import configure_project_store, project_graph_specs, project_thread_ttl
 from deployments.serving.user_errors import user_error

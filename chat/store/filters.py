@@ -1,4 +1,5 @@
-"""What a DjangoStore search filter and a list_namespaces condition mean (chat/store.py), on both databases alike."""
+"""What a DjangoStore search filter and a list_namespaces condition mean (chat/store/base.py), on both databases
+alike."""
 
 from __future__ import annotations
 

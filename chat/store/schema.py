@@ -1,6 +1,6 @@
 """The shape of langgraph.json's `store` object (and CHAT_STORE_CONFIG), checked without loading anything.
 
-Kept apart from chat/store_config.py, which loads the embedding function and with it LangChain: checking a project's
+Kept apart from chat/store/config.py, which loads the embedding function and with it LangChain: checking a project's
 langgraph.json (deployments) and scheduling the TTL sweep (chat/jobs.py, in every worker) need neither.
 """
 

@@ -1,7 +1,7 @@
 """The LangGraph checkpointer of the chat: checkpoints in our own database, through Django.
 
 `DjangoCheckpointSaver` keeps checkpoints, channel values and pending writes in the chat app's
-tables (chat/models.py, queries in chat/checkpoint_store.py), so the same code runs on SQLite and
+tables (chat/models.py, queries in chat/checkpointer/queries.py), so the same code runs on SQLite and
 PostgreSQL and every server process sees the same threads. It passes the official
 langgraph-checkpoint-conformance suite: all base capabilities plus copy_thread, delete_for_runs
 and prune.
@@ -42,9 +42,9 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde import _msgpack
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from chat.checkpoint_history import delta_channel_history
-from chat.checkpoint_store import CheckpointStore, batches
-from chat.checkpoint_workers import Workers
+from chat.checkpointer.history import delta_channel_history
+from chat.checkpointer.queries import CheckpointStore, batches
+from chat.checkpointer.workers import Workers
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 
@@ -198,7 +198,7 @@ class DjangoCheckpointSaver(BaseCheckpointSaver[str]):
         """Walk to each DeltaChannel's nearest stored value, collecting its writes on the way.
 
         Same result as the base class's walk, in a few queries rather than two per ancestor
-        (chat/checkpoint_history.py).
+        (chat/checkpointer/history.py).
 
         Args:
             config: The checkpoint whose ancestors to walk; the namespace's latest without `checkpoint_id`.

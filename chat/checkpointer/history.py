@@ -1,4 +1,4 @@
-"""The history of DeltaChannels for chat/checkpointer.py: the nearest stored value and the writes since.
+"""The history of DeltaChannels for chat/checkpointer/saver.py: the nearest stored value and the writes since.
 
 LangGraph rebuilds a DeltaChannel's value from the nearest ancestor checkpoint that stores it (the
 seed) and the channel's writes on the way there. The base class walks there with one `get_tuple` per
@@ -22,7 +22,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import DeltaChannelHistory, get_checkpoint_id, writes_sort_key
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from chat.checkpoint_store import CheckpointStore
+from chat.checkpointer.queries import CheckpointStore
 
 # Ancestors per page. A walk ends at the nearest stored value (the deep agent stores `messages` every 50 updates),
 # so most walks fit in the first page; the later ones are larger to keep long walks to few round trips.

@@ -14,13 +14,13 @@ SQLite and PostgreSQL and every server process sees the same items. It behaves a
 - a namespace and key over MAX_ADDRESS_BYTES together are refused (AddressTooLong) on both databases, where
   PostgreSQL alone would fail to index them.
 
-- with an `index` (langgraph.json's store.index, chat/store_config.py), a put embeds the item's fields and a search
-  with a `query` ranks by cosine similarity, exactly (chat/store_vectors.py), with a `score`; items without a vector
+- with an `index` (langgraph.json's store.index, chat/store/config.py), a put embeds the item's fields and a search
+  with a `query` ranks by cosine similarity, exactly (chat/store/vectors.py), with a `score`; items without a vector
   (`index=False`) follow the scored ones, most recently updated first, as in InMemoryStore;
 - with TTLs (a put's `ttl`, store.ttl's `default_ttl`), an item is invisible from its `expires_at` on and the
   periodic sweep deletes it (chat/jobs.py); a get or search with `refresh_ttl` moves it on, as in PostgresStore.
 
-A run's graph gets its thread owner's store (chat/run_execution.py), as the `store` argument, `get_store()` and
+A run's graph gets its thread owner's store (chat/runs/execution.py), as the `store` argument, `get_store()` and
 `runtime.store`; the Agent Server API's /store routes use the caller's (agentserver/api_store.py).
 Each store has a `scope` and sees only its items. Sync methods use the calling thread's connection (and transaction),
 except on an event loop's thread, where Django allows no query; async ones run the same code on the chat's database
@@ -58,10 +58,12 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import EmbeddingsLambda
 
-from chat import db_executor, store_sql, store_vectors
+from chat import db_executor
 from chat.models import StoreItem, StoreVector
-from chat.store_filters import SCAN_CHUNK, check_filter, does_match, leading_literal, matches, narrowed
-from chat.store_sql import Row
+from chat.store import sql as store_sql
+from chat.store import vectors as store_vectors
+from chat.store.filters import SCAN_CHUNK, check_filter, does_match, leading_literal, matches, narrowed
+from chat.store.sql import Row
 
 # A namespace and key are indexed together (with the scope), and PostgreSQL refuses an index row over 2704 bytes.
 MAX_ADDRESS_BYTES = 2048
@@ -352,7 +354,7 @@ def _under(rows: QuerySet[StoreItem], prefix: str) -> QuerySet[StoreItem]:
 
 def _filtered_page(window: Callable[[int, int], Sequence[Row | StoreItem]], filter: dict[str, Any] | None,
                    offset: int, limit: int) -> list[Row | StoreItem]:
-    """A page of the rows `window(start, size)` reads in order, the filter applied in Python (chat/store_filters.py)
+    """A page of the rows `window(start, size)` reads in order, the filter applied in Python (chat/store/filters.py)
     to windows: the first as large as the page, the next ones larger, so a selective filter reads little more than
     the page and memory stays bounded by a window."""
     if not filter:

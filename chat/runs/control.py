@@ -1,7 +1,7 @@
 """Stopping chat runs from async code: the Agent Server's cancel and thread delete, and the protocol's run.start
 (which waits for a cancelled chat run to end before starting the next).
 
-A chat run is executed by one process (chat/run_execution.py); any process can ask it to stop through the run's
+A chat run is executed by one process (chat/runs/execution.py); any process can ask it to stop through the run's
 cancel flag, and stops it at once when it is the one executing it. A chat run whose process is gone cannot stop
 itself: it is failed here as soon as that is known (services.run_orphan_reason).
 """
@@ -12,9 +12,9 @@ import asyncio
 import time
 
 from chat import db_executor, selectors, services
-from chat.hub import publish
+from chat.events.hub import publish
 from chat.models import ChatRun
-from chat.run_execution import runs
+from chat.runs.execution import runs
 
 STOP_WAIT_SECONDS = 5.0
 

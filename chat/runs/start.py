@@ -8,16 +8,18 @@ import functools
 import time
 import uuid
 
-from chat import db_executor, run_control, run_queue, selectors, services
+from chat import db_executor, selectors, services
 from chat.access import owner_scope
 from chat.graph_runtime import get_served_graph, graph_name_for
 from chat.models import ChatRun
-from chat.run_execution import RunRequest, runs
+from chat.runs import control as run_control
+from chat.runs import queue as run_queue
+from chat.runs.execution import RunRequest, runs
 
 # How long a run.start waits for a run whose cancel was already requested to end before refusing. The JS client's
 # stop() cancels without waiting (202) and may start the next run at once; a cancelled run ends within about a
 # second (the cancel flag is polled every 0.5 s by the process executing it), or is ended here once its process is
-# known to be gone (at the latest services.CANCEL_ACK_SECONDS after the cancel: chat.run_control).
+# known to be gone (at the latest services.CANCEL_ACK_SECONDS after the cancel: chat.runs.control).
 CANCELLED_RUN_WAIT_SECONDS = 5.0
 
 

@@ -1,6 +1,6 @@
 """Reclaiming the space of expired store items (chat/jobs.py's periodic sweep, in every worker).
 
-Apart from chat/store.py, whose vectors and embeddings import numpy and LangChain: a worker that only sweeps (or
+Apart from chat/store/base.py, whose vectors and embeddings import numpy and LangChain: a worker that only sweeps (or
 only exports) does not load them. Expired items are invisible to every read from their expiry on already.
 """
 

@@ -29,7 +29,7 @@ from chat.selectors import PAGE, events_after, thread_cursor_state, thread_last_
 from chat.subscriptions import FramesSubscription, Subscription
 from chat.wire import StoredEvent
 
-log = logging.getLogger("chat.hub")
+log = logging.getLogger("chat.events.hub")
 WAKE_TYPE = "chat.wake"
 # A subscriber this far behind is disconnected; it resumes from the store with its last event id.
 MAX_PENDING_FRAMES = 20_000

@@ -1,5 +1,5 @@
-"""The database side of the chat checkpointer (chat/checkpointer.py): every query it makes. Its
-async methods run them on worker threads (chat/checkpoint_workers.py).
+"""The database side of the chat checkpointer (chat/checkpointer/saver.py): every query it makes. Its
+async methods run them on worker threads (chat/checkpointer/workers.py).
 
 Nothing here (de)serialises channel values; the saver does that on the caller's side. The hot paths
 (load, put, put_writes) send SQL built once from the models' metadata, because building the same
@@ -168,7 +168,7 @@ class CheckpointStore:
             f"AND {q('version')} IN ({_placeholders(versions)}) UNION ALL {writes}"
         )
 
-    # --- delta channel history (chat/checkpoint_history.py) ---------------------------------------
+    # --- delta channel history (chat/checkpointer/history.py) ---------------------------------------
 
     def ancestors(self, thread_id: str, ns: str, checkpoint_id: str, count: int) -> list[tuple]:
         """A checkpoint and its ancestors, nearest first, `count` rows at most, by parent links.

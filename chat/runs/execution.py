@@ -25,21 +25,22 @@ from django.db import connections, transaction
 from django.utils.module_loading import import_string
 from langchain_core._api.beta_decorator import LangChainBetaWarning
 
-from chat import db_executor, run_hooks, services
+from chat import db_executor, services
 from chat.conversion import EventConverter
+from chat.events.hub import hubs, publish, publish_unstored, wait_event
 from chat.frames import Frame, end_frame
 from chat.graph_runtime import ServedGraph, get_served_graph
-from chat.hub import hubs, publish, publish_unstored, wait_event
 from chat.interrupts import checkpoint_interrupts
 from chat.models import ChatRun
+from chat.runs import hooks as run_hooks
 from chat.selectors import thread_cursor_state
-from chat.store_config import store_for
+from chat.store.config import store_for
 from chat.stream_modes import FrameMaker, command_from, graph_modes
 from chat.wire import StoredEvent, WireEvent, lifecycle_event, make_event
 from core import processes
 from core.exceptions import NotFound
 
-log = logging.getLogger("chat.run_execution")
+log = logging.getLogger("chat.runs.execution")
 # astream_events(version="v3") is marked experimental; the warning would be logged on every run.
 warnings.filterwarnings("ignore", category=LangChainBetaWarning)
 
@@ -69,7 +70,7 @@ class RunRequest:
     # The Agent Server's run kwargs (ChatRun.kwargs) and the attempt number.
     kwargs: dict = field(default_factory=dict)
     attempt: int = 1
-    # The thread owner's store (chat/store.py's owner_scope), which the graph gets; None: the graph keeps its own.
+    # The thread owner's store (chat/store/base.py's owner_scope), which the graph gets; None: the graph keeps its own.
     store_scope: str | None = None
 
 

@@ -2,10 +2,10 @@
 
 A chat run is a ChatRun row. The Agent Server API (agentserver/) creates its runs `pending`; so does run.start when
 CHAT_RUN_EXECUTOR is "worker". An executor claims the oldest available pending run of a thread with no running run (the
-database's one-running-run-per-thread constraint settles races between processes), marks it running under its process's
-identity and executes it (chat/run_execution.py), at most CHAT_RUN_CONCURRENCY at once. The heartbeat the executing task
-refreshes is the lease: a run whose executor died is retried once by the sweeper when nothing of it was checkpointed,
-and failed otherwise (chat/services.py `run_fail_dead`).
+database's one-running-run-per-thread constraint settles races between processes), marks it running under its
+process's identity and executes it (chat/runs/execution.py), at most CHAT_RUN_CONCURRENCY at once. The heartbeat the
+executing task refreshes is the lease: a run whose executor died is retried once by the sweeper when nothing of it was
+checkpointed, and failed otherwise (chat/services.py `run_fail_dead`).
 
 Where executors run is a setting: with CHAT_RUN_EXECUTOR "web" (the embedded default) every server process runs
 one, started by the first request it serves (`ExecutorStarter`); with "worker", only `run_worker` processes do
@@ -25,14 +25,15 @@ from django.conf import settings
 from django.db import IntegrityError, connection, connections, transaction
 from django.utils import timezone
 
-from chat import db_executor, event_sql, services
+from chat import db_executor, services
 from chat.access import owner_scope
-from chat.hub import wait_event
+from chat.events import sql as event_sql
+from chat.events.hub import wait_event
 from chat.models import ChatRun, ChatThread
-from chat.run_execution import RunRequest, runs
+from chat.runs.execution import RunRequest, runs
 from core import processes
 
-log = logging.getLogger("chat.run_queue")
+log = logging.getLogger("chat.runs.queue")
 CLAIM_CANDIDATES = 20
 
 

@@ -1,4 +1,4 @@
-"""The worker threads that run the chat checkpointer's queries for its async methods (chat/checkpointer.py).
+"""The worker threads that run the chat checkpointer's queries for its async methods (chat/checkpointer/saver.py).
 
 Django connections belong to a thread, so each worker keeps its own, reusing it between calls.
 """

@@ -1,7 +1,7 @@
 """How API-key authentication appears in the OpenAPI schema.
 
 `X-Tenant-Id` is not a second scheme: it is optional (a key with one workspace acts in it), so
-`core.openapi` declares it as an optional header parameter of every authenticated operation.
+`core.openapi_generation` declares it as an optional header parameter of every authenticated operation.
 """
 
 from __future__ import annotations

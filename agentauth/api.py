@@ -13,8 +13,8 @@ from agentauth import selectors, services
 from agentauth.models import OAuthProvider
 from core.exceptions import RequestValidationError, ServiceError
 from core.fields import UndecryptableValue
-from core.openapi import ErrorDetailSerializer as ErrorSerializer
-from core.openapi import HTTPValidationErrorSerializer
+from core.openapi_generation import ErrorDetailSerializer as ErrorSerializer
+from core.openapi_generation import HTTPValidationErrorSerializer
 from core.rest_errors import validation_item
 from core.serializers import validated, validated_query
 

@@ -16,7 +16,7 @@ from agentserver import selectors
 from agentserver.serializers import RunOutputSerializer
 from chat import db_executor
 from chat import services as chat_services
-from chat.events import sql as event_sql
+from chat.events import statements as event_sql
 from chat.graph_runtime import get_checkpointer
 from chat.models import ChatRun, ChatThread
 from chat.wire import dumps

@@ -34,7 +34,7 @@ ASSISTANT_SORTS = ["assistant_id", "created_at", "updated_at", "name", "graph_id
 
 class OkApi(APIView):
     renderer_classes = [StateRenderer]
-    # Not in the service's REST schema (/api/schema/): the Agent Server's own shapes (core.openapi).
+    # Not in the service's REST schema (/api/schema/): the Agent Server's own shapes (core.openapi_generation).
     documented_separately = True
     authentication_classes: list = []
     permission_classes: list = []

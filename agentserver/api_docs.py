@@ -14,7 +14,7 @@ from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework.response import Response
 
 from agentserver.api import OkApi
-from agentserver.openapi import document_for
+from agentserver.openapi_document import document_for
 from core.rest_errors import error_response
 
 # Relative URLs: the browser resolves them against the page's own address.
@@ -34,7 +34,7 @@ class OpenApiDocumentApi(OkApi):
 
 
 class DocsApi(SpectacularSwaggerView):
-    # Not in the service's REST schema (core.openapi), like every view of agentserver.urls.
+    # Not in the service's REST schema (core.openapi_generation), like every view of agentserver.urls.
     documented_separately = True
     title = "Agent Server API"
     url = "openapi.json"

@@ -1,4 +1,5 @@
-"""The Agent Server API's store operations, one view per operation, on the caller's own store (chat/store/base.py).
+"""The Agent Server API's store operations, one view per operation, on the caller's own store
+(chat/store/django_store.py).
 
 Each owner (API key's workspace, user, anonymous) has a store of its own, the one its runs' graphs get; a serving
 process has its own database, so a deployment's store is its own too. Items, search results and namespaces have the
@@ -17,8 +18,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from agentserver.http import AgentServerApi, query_flag
-from chat.store.base import AddressTooLong, DjangoStore
 from chat.store.config import store_for
+from chat.store.django_store import AddressTooLong, DjangoStore
 from core.exceptions import RequestValidationError
 from core.rest_errors import api_error_response
 

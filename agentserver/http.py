@@ -82,7 +82,7 @@ class AgentServerApi(APIView):
 
     renderer_classes = [StateRenderer]
     content_negotiation_class = FirstRenderer
-    # Not in the service's REST schema (/api/schema/): the Agent Server's own shapes (core.openapi).
+    # Not in the service's REST schema (/api/schema/): the Agent Server's own shapes (core.openapi_generation).
     documented_separately = True
     authentication_classes: list = []
     permission_classes: list = []

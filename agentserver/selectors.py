@@ -16,7 +16,7 @@ from agentserver.graphs import served_graph_ids
 from agentserver.models import Assistant, AssistantVersion
 from agentserver.state import snapshot_get
 from chat.access import Caller
-from chat.events import sql as event_sql
+from chat.events import statements as event_sql
 from chat.frames import frame_channel
 from chat.graph_runtime import ServedGraph, get_served_graph
 from chat.models import ChatEvent, ChatRun, ChatThread

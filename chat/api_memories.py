@@ -34,8 +34,9 @@ class ChatApi(APIView):
     """Authenticates as the chat protocol does; `self.caller` is who calls. A cookie-authenticated write must come
     from this site (chat.access.check_write_origin), which is what stands in for CSRF here."""
 
-    # Not in the service's REST schema (/api/schema/), whose security and errors are the API keys' (core.openapi):
-    # like the protocol's routes, these authenticate as the chat does, anonymously where allowed (docs/chat.md).
+    # Not in the service's REST schema (/api/schema/), whose security and errors are the API keys'
+    # (core.openapi_generation): like the protocol's routes, these authenticate as the chat does, anonymously where
+    # allowed (docs/chat.md).
     documented_separately = True
     authentication_classes: list = []
     permission_classes: list = []

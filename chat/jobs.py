@@ -11,8 +11,8 @@ from django.db.models import Count
 from chat import services
 from chat.events.hub import publish
 from chat.models import ChatEvent
+from chat.store.config_shape import SWEEP_JOB, settings_sweep_seconds
 from chat.store.expiry import store_sweep_expired
-from chat.store.schema import SWEEP_JOB, settings_sweep_seconds
 from core.registry import periodic, worker_service
 
 log = logging.getLogger("chat.jobs")

@@ -15,7 +15,7 @@ from django.db.models import QuerySet
 
 from chat.agent.memory import MEMORY_NAMESPACE, MEMORY_ROUTE
 from chat.models import StoreItem
-from chat.store.base import namespace_text
+from chat.store.django_store import namespace_text
 from core.exceptions import NotFound
 
 MAX_ENTRIES = 1000

@@ -163,7 +163,7 @@ class ChatRun(BaseModel):
     thread = models.ForeignKey(ChatThread, on_delete=models.CASCADE, related_name="runs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
     error = models.TextField(blank=True)
-    # The identity of the process executing the run (core/processes.py: stable across a supervised restart) and
+    # The identity of the process executing the run (core/process_identity.py: stable across a supervised restart) and
     # its unique instance ("host:pid:token"); heartbeat_at is refreshed while it is alive.
     worker = models.CharField(max_length=255, blank=True)
     worker_instance = models.CharField(max_length=255, blank=True, default="")
@@ -247,7 +247,7 @@ class ChatInterrupt(models.Model):
         return f"{self.thread_id}/{self.interrupt_id}"
 
 
-# --- The LangGraph store (chat/store/base.py) ----------------------------------------------------------
+# --- The LangGraph store (chat/store/django_store.py) ----------------------------------------------------------
 
 
 class StoreItem(models.Model):

@@ -12,7 +12,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from chat.access import Caller
-from chat.events import sql as event_sql
+from chat.events import statements as event_sql
 from chat.models import ChatEvent, ChatInterrupt, ChatRun, ChatThread
 from chat.services import thread_not_found, thread_owned_by
 from chat.wire import StoredEvent

@@ -19,11 +19,11 @@ from django.utils import timezone
 
 from chat import thread_ttl
 from chat.access import Caller
-from chat.events import sql as event_sql
+from chat.events import statements as event_sql
 from chat.frames import Frame, end_frame, frame_channel
 from chat.models import ChatEvent, ChatInterrupt, ChatRun, ChatThread, Checkpoint
 from chat.wire import StoredEvent, WireEvent, dumps, lifecycle_event
-from core import processes
+from core import process_identity
 from core.exceptions import Conflict, NotFound
 from core.protocol_errors import error_body
 
@@ -210,8 +210,8 @@ def run_create(*, thread: ChatThread, run_id: uuid.UUID | str, queue: dict | Non
         try:
             with transaction.atomic():
                 start_seq = ChatThread.objects.filter(pk=thread.pk).values_list("last_seq", flat=True).get()
-                return ChatRun.objects.create(id=run_id, thread=thread, worker=processes.identity(),
-                                              worker_instance=processes.instance(), start_seq=start_seq)
+                return ChatRun.objects.create(id=run_id, thread=thread, worker=process_identity.identity(),
+                                              worker_instance=process_identity.instance(), start_seq=start_seq)
         except IntegrityError:
             active = ChatRun.objects.filter(thread=thread, status=ChatRun.Status.RUNNING).first()
             if active is None:
@@ -267,7 +267,7 @@ def run_orphan_reason(*, run: ChatRun) -> str | None:
     was requested CANCEL_ACK_SECONDS ago and it never acknowledged it (a live process does within a second).
     """
     now = timezone.now()
-    if run.worker_instance and processes.instance_state(run.worker_instance) == "gone":
+    if run.worker_instance and process_identity.instance_state(run.worker_instance) == "gone":
         return f"The server process executing this run ({run.worker}) stopped before it finished."
     if run.heartbeat_at < now - timedelta(seconds=settings.CHAT_RUN_STALE_SECONDS):
         return DEAD_RUN_ERROR
@@ -300,7 +300,7 @@ def runs_fail_after_restart(*, identity: str, instance: str) -> list[tuple[str, 
     failed = []
     for run in ChatRun.objects.filter(worker=identity, status=ChatRun.Status.RUNNING).exclude(
             worker_instance=instance):
-        if processes.instance_state(run.worker_instance) == "alive":
+        if process_identity.instance_state(run.worker_instance) == "alive":
             log.error("run %s belongs to %s, which is alive although this process (%s) has the same identity %s",
                       run.pk, run.worker_instance, instance, identity)
             continue
@@ -424,7 +424,7 @@ def runs_sweep_dead(*, stale_seconds: float) -> list[tuple[str, int]]:
     limit = timezone.now() - timedelta(seconds=stale_seconds)
     swept = []
     for run in ChatRun.objects.filter(status=ChatRun.Status.RUNNING):
-        gone = bool(run.worker_instance) and processes.instance_state(run.worker_instance) == "gone"
+        gone = bool(run.worker_instance) and process_identity.instance_state(run.worker_instance) == "gone"
         if run.heartbeat_at >= limit and not gone:
             continue
         last_seq = run_fail_dead(run=run, retry=True)

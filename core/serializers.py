@@ -111,7 +111,7 @@ class StrictSerializer(CachedFieldsSerializer):
     # an unknown key would be a setting of the S3 client nobody checked).
     """Unknown keys are a 422 (`extra_forbidden`), not silently ignored: they configure egress."""
 
-    forbids_unknown_keys = True  # the schema says `additionalProperties: false` (core.openapi)
+    forbids_unknown_keys = True  # the schema says `additionalProperties: false` (core.openapi_generation)
 
     def to_internal_value(self, data):
         if isinstance(data, dict):

@@ -236,7 +236,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "core.exception_handler.handle_exception",
-    "DEFAULT_SCHEMA_CLASS": "core.openapi.ServiceAutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "core.openapi_generation.ServiceAutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -255,11 +255,11 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
-    "DEFAULT_GENERATOR_CLASS": "core.openapi.ServiceSchemaGenerator",
+    "DEFAULT_GENERATOR_CLASS": "core.openapi_generation.ServiceSchemaGenerator",
     # The Agent Server API under /api (agentserver) answers in the Agent Server's shapes, not this schema's.
-    "PREPROCESSING_HOOKS": ["core.openapi.exclude_separately_documented"],
+    "PREPROCESSING_HOOKS": ["core.openapi_generation.exclude_separately_documented"],
     # Operations grouped by resource (deployments, bulk exports, traces, OAuth…), not by `api`, `v1`, `v2`.
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "core.openapi.resource_tags"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "core.openapi_generation.resource_tags"],
     # deployments' ids match like `str` (a non-UUID is a 422, not a 404) but are UUIDs.
     "PATH_CONVERTER_OVERRIDES": {"uuidtext": {"type": "string", "format": "uuid"}},
     # One name for a choice set that several fields share (source and revision_source).
@@ -271,7 +271,7 @@ SPECTACULAR_SETTINGS = {
 
 # This process's stable identity, which outlives a restart: `serve` sets it for each child it supervises
 # ("host:serve-<port>:web-0"). A process that starts with one fails at once the chat runs its dead predecessor
-# left running (core/processes.py). Another supervisor may set a unique, stable name per process; unset, the
+# left running (core/process_identity.py). Another supervisor may set a unique, stable name per process; unset, the
 # process gets a unique name and the sweeper fails what it leaves behind.
 PROCESS_IDENTITY = env_str("PROCESS_IDENTITY")
 

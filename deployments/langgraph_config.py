@@ -10,7 +10,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from chat.store import schema as store_schema
+from chat.store import config_shape as store_schema
 from deployments import langgraph_http
 
 # Top-level packages of this service: a project module with one of these names would be shadowed.

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from django.db import connection
 
-from core.processes import stop_process
+from core.process_identity import stop_process
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

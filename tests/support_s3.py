@@ -10,7 +10,7 @@ import httpx
 from botocore.config import Config
 from moto.server import ThreadedMotoServer
 
-from exports.storage import S3Credentials
+from exports.s3_clients import S3Credentials
 
 ROOT_KEY = "AKIAROOTTESTKEY00000"  # moto accepts any key while auth is off
 ROOT_SECRET = "root-secret"

@@ -53,7 +53,7 @@ def test_swagger_ui_groups_the_operations_by_resource_not_by_path_segment(schema
 
 
 def test_the_rest_reference_and_the_agent_server_reference_have_their_own_titles_and_link_each_other(schema):
-    from agentserver.openapi import agent_server_document
+    from agentserver.openapi_document import agent_server_document
 
     agent_server = agent_server_document()["info"]
     assert schema["info"]["title"] != agent_server["title"] == "Agent Server API"

@@ -16,7 +16,7 @@ from core.exception_handler import database_unavailable
 from core.exceptions import RequestValidationError
 from core.pagination import limit_field, offset_field
 from core.serializers import validated_query
-from tracing import selectors, services, wire
+from tracing import ingest_bodies, selectors, services
 from tracing.timing import Stopwatch
 from tracing.validation import run_op_from_wire
 
@@ -100,7 +100,7 @@ class RunInputSerializer(serializers.Serializer):
 class _IngestApi(APIView):
     required_permission = "tracing:write"
     throttle_scope = "tracing-ingest"
-    body_required = True  # read raw: an empty body is no JSON (core.openapi)
+    body_required = True  # read raw: an empty body is no JSON (core.openapi_generation)
 
     def ingest(self, request, decode, *, kind: str | None = None, run_id=None) -> Response:
         stopwatch = Stopwatch()
@@ -108,7 +108,7 @@ class _IngestApi(APIView):
         with stopwatch.phase("read"):
             body = request.body
         with stopwatch.phase("decompress"):
-            data = wire.decompress(body, request.headers.get("Content-Encoding", ""),
+            data = ingest_bodies.decompress(body, request.headers.get("Content-Encoding", ""),
                                    limit=settings.TRACE_DECOMPRESSED_MAX_BYTES)
         with stopwatch.phase("parse"):
             batch = decode(data)
@@ -132,8 +132,8 @@ class _IngestApi(APIView):
                         status=202)
 
 
-def _single_run(data: bytes) -> wire.RawBatch:
-    return wire.RawBatch(runs=[("", ["body"], wire.loads(data, ["body"]), None)])
+def _single_run(data: bytes) -> ingest_bodies.RawBatch:
+    return ingest_bodies.RawBatch(runs=[("", ["body"], ingest_bodies.loads(data, ["body"]), None)])
 
 
 class RunsBatchApi(_IngestApi):
@@ -149,7 +149,7 @@ class RunsBatchApi(_IngestApi):
     @extend_schema(request=InputSerializer, responses={202: IngestOutputSerializer},
                    description="Create and update runs in one batch; atomic: one invalid run rejects the batch.")
     def post(self, request):
-        return self.ingest(request, wire.batch_from_json)
+        return self.ingest(request, ingest_bodies.batch_from_json)
 
 
 class RunsMultipartApi(_IngestApi):
@@ -160,7 +160,7 @@ class RunsMultipartApi(_IngestApi):
                    "`post.<id>.inputs` …), plain or with `Content-Encoding: zstd`. Atomic like /runs/batch.")
     def post(self, request):
         content_type = request.headers.get("Content-Type", "")
-        return self.ingest(request, lambda data: wire.batch_from_multipart(data, content_type))
+        return self.ingest(request, lambda data: ingest_bodies.batch_from_multipart(data, content_type))
 
 
 class RunCreateApi(_IngestApi):

@@ -26,7 +26,7 @@ from django.utils import timezone
 from accounts.models import Workspace
 from core.exceptions import RequestValidationError
 from core.rest_errors import validation_item
-from tracing import storage
+from tracing import run_inserts
 from tracing.models import Run, TracingProject
 from tracing.timing import Stopwatch
 from tracing.validation import IDENTITY_FIELDS, RunOp, dotted_segment, parse_dotted_order, set_tree_fields
@@ -42,7 +42,7 @@ DATA_FIELDS = (
     "completion_tokens", "total_cost", "prompt_cost", "completion_cost", "first_token_time",
 )
 _UPDATE_FIELDS = [*DATA_FIELDS, "status", "updated_at"]
-_NULL_ROW = {**dict.fromkeys(storage.ATTNAMES), "is_root": True}
+_NULL_ROW = {**dict.fromkeys(run_inserts.ATTNAMES), "is_root": True}
 
 
 @dataclass
@@ -135,7 +135,7 @@ def _apply_ops(workspace: Workspace, ops: list[RunOp], default_project: str) -> 
     if dropped := foreign & created.keys():
         log.warning("ingestion: dropped %d run(s) whose ids belong to another workspace (workspace %s)",
                     len(dropped), workspace.id)
-    storage.runs_insert([vars(run) for run_id, run in created.items() if run_id not in dropped])
+    run_inserts.runs_insert([vars(run) for run_id, run in created.items() if run_id not in dropped])
     if changed:
         Run.objects.bulk_update(changed.values(), _UPDATE_FIELDS)
     return len(created) - len(dropped), len(changed)
@@ -160,7 +160,7 @@ def _projects_for(workspace: Workspace, ops: list[RunOp], default_project: str, 
 
 def _existing_runs(run_ids: list[uuid.UUID]) -> dict[uuid.UUID, Run]:
     # Most runs of a batch are new: a plain id query first, model instances only for the runs it finds.
-    stored = storage.existing_run_ids(run_ids)
+    stored = run_inserts.existing_run_ids(run_ids)
     if not stored:
         return {}
     runs = Run.objects.filter(id__in=stored)
@@ -184,7 +184,7 @@ def _parent_orders(workspace: Workspace, ops: list[RunOp], existing: dict) -> di
 
 def _new_run(workspace: Workspace, op: RunOp, projects: dict, default_project: str, known_orders: dict,
              errors: list) -> SimpleNamespace | None:
-    """A new run as a row (all columns as attributes) for storage.runs_insert, or None when it cannot be."""
+    """A new run as a row (all columns as attributes) for run_inserts.runs_insert, or None when it cannot be."""
     fields = op.fields
     if op.session_id is not None and op.session_id not in projects:
         return None  # reported by _projects_for

@@ -37,7 +37,7 @@ from chat.selectors import thread_cursor_state
 from chat.store.config import store_for
 from chat.stream_modes import FrameMaker, command_from, graph_modes
 from chat.wire import StoredEvent, WireEvent, lifecycle_event, make_event
-from core import processes
+from core import process_identity
 from core.exceptions import NotFound
 
 log = logging.getLogger("chat.runs.execution")
@@ -70,7 +70,8 @@ class RunRequest:
     # The Agent Server's run kwargs (ChatRun.kwargs) and the attempt number.
     kwargs: dict = field(default_factory=dict)
     attempt: int = 1
-    # The thread owner's store (chat/store/base.py's owner_scope), which the graph gets; None: the graph keeps its own.
+    # The thread owner's store (owner_scope of chat/store/django_store.py), which the graph gets; None: the graph keeps
+    # its own.
     store_scope: str | None = None
 
 
@@ -459,10 +460,11 @@ def fail_runs_of_predecessor() -> int:
     sweeper fails what a dead process left behind. Never raises: a database that cannot be reached now leaves the
     runs to the sweeper. Returns how many runs were failed.
     """
-    if not processes.is_stable():
+    if not process_identity.is_stable():
         return 0
     try:
-        failed = services.runs_fail_after_restart(identity=processes.identity(), instance=processes.instance())
+        failed = services.runs_fail_after_restart(identity=process_identity.identity(),
+                                                  instance=process_identity.instance())
     except Exception:
         log.warning("could not fail the runs left by this process's predecessor; the sweeper will", exc_info=True)
         return 0
@@ -473,7 +475,7 @@ def fail_runs_of_predecessor() -> int:
         with contextlib.suppress(Exception):
             async_to_sync(publish)(thread_id, seq)
     if failed:
-        log.warning("failed %d run(s) left running by the previous %s", len(failed), processes.identity())
+        log.warning("failed %d run(s) left running by the previous %s", len(failed), process_identity.identity())
     return len(failed)
 
 

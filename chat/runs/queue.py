@@ -27,11 +27,11 @@ from django.utils import timezone
 
 from chat import db_executor, services
 from chat.access import owner_scope
-from chat.events import sql as event_sql
+from chat.events import statements as event_sql
 from chat.events.hub import wait_event
 from chat.models import ChatRun, ChatThread
 from chat.runs.execution import RunRequest, runs
-from core import processes
+from core import process_identity
 
 log = logging.getLogger("chat.runs.queue")
 CLAIM_CANDIDATES = 20
@@ -91,8 +91,8 @@ def runs_claim(*, limit: int) -> list[tuple[ChatRun, ThreadOwner]]:
             try:
                 with transaction.atomic():
                     updated = ChatRun.objects.filter(pk=run_id, status=ChatRun.Status.PENDING).update(
-                        status=ChatRun.Status.RUNNING, worker=processes.identity(),
-                        worker_instance=processes.instance(), heartbeat_at=timezone.now(),
+                        status=ChatRun.Status.RUNNING, worker=process_identity.identity(),
+                        worker_instance=process_identity.instance(), heartbeat_at=timezone.now(),
                         updated_at=timezone.now())
             except IntegrityError:
                 continue  # another process started a run on this thread meanwhile

@@ -1,3 +1,3 @@
-"""The chat's LangGraph store: items in our own database, through Django (base), langgraph.json's `store` object
-(schema, config), search filters (filters), semantic search (vectors), its hand-written SQL (sql) and the sweep of
-expired items (expiry)."""
+"""The chat's LangGraph store: items in our own database, through Django (django_store), langgraph.json's `store`
+object (config_shape, config), search filters (search_filters), semantic search (vectors), its hand-written SQL
+(hot_paths) and the sweep of expired items (expiry)."""

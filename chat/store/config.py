@@ -20,8 +20,8 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig, TTLConfig, ensure_embeddings
 
 from chat import graph_runtime
-from chat.store.base import DjangoStore
-from chat.store.schema import SWEEP_JOB, StoreConfigError, check, sweep_seconds
+from chat.store.config_shape import SWEEP_JOB, StoreConfigError, check, sweep_seconds
+from chat.store.django_store import DjangoStore
 from core.registry import periodic_reschedule
 
 

@@ -1,7 +1,7 @@
 """Reclaiming the space of expired store items (chat/jobs.py's periodic sweep, in every worker).
 
-Apart from chat/store/base.py, whose vectors and embeddings import numpy and LangChain: a worker that only sweeps (or
-only exports) does not load them. Expired items are invisible to every read from their expiry on already.
+Apart from chat/store/django_store.py, whose vectors and embeddings import numpy and LangChain: a worker that only
+sweeps (or only exports) does not load them. Expired items are invisible to every read from their expiry on already.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import os
 import resource
 from pathlib import Path
 
-from core.processes import pid_alive
+from core.process_identity import pid_alive
 
 _BASE = "langgraph-deployments"
 _counter = itertools.count()

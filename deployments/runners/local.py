@@ -33,7 +33,7 @@ from django.conf import settings
 from django.db import connections
 
 from core.exceptions import BadRequest
-from core.processes import pid_alive
+from core.process_identity import pid_alive
 from deployments import build, databases, environment, langgraph_config, resources, runtime_site, sources
 from deployments.models import Deployment, Revision, RevisionLog
 from deployments.processes import LineSink, RecordLevels, StepStopped, popen, stop_group

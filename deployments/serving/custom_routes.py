@@ -5,7 +5,7 @@ disables, and its CORS rules, composed around the built-in routes as the Agent S
   the built-in ones of the same path and method, and its middleware wraps every route (the Agent Server's default
   "middleware_first" order). Only /ok, /docs, /openapi.json and /metrics stay the server's.
 - `http.disable_*` removes a group's routes: they answer 404 unless the project's app serves the path.
-- `http.cors` replaces the default CORS rules for every route (deployments/serving/cors.py).
+- `http.cors` replaces the default CORS rules for every route (deployments/serving/project_cors.py).
 - `http.mount_prefix` serves every route under the prefix; /ok stays at the root too, for the health check.
 
 The project's routes sit behind the same authentication as the built-in ones: the deployment's proxy checks the
@@ -22,7 +22,7 @@ from typing import Any
 
 from chat.graph_runtime import GraphLoadError, import_object
 from core import rest_errors
-from deployments.serving.cors import CorsRules
+from deployments.serving.project_cors import CorsRules
 
 log = logging.getLogger("deployments.serving")
 ASGIApp = Callable[[Any, Any, Any], Awaitable[Any]]

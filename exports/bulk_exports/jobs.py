@@ -17,9 +17,9 @@ def run_export(job, lease) -> None:
     # Imported here: the runner loads pyarrow (about 25 MiB), which only a worker running an export needs, not every
     # web process that registers the job handlers.
     bound_export_allocators()
-    from exports.bulk_exports import runner
+    from exports.bulk_exports import day_export
 
-    runner.execute(export_run_id=job.payload["run_id"], lease=lease)
+    day_export.execute(export_run_id=job.payload["run_id"], lease=lease)
 
 
 def bound_export_allocators() -> None:

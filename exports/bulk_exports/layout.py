@@ -11,7 +11,7 @@ through `storage.S3Destination.key()` / `.display_path()`, exactly as for the te
 from __future__ import annotations
 
 from exports.bulk_exports.models import BulkExport, BulkExportRun
-from exports.storage import S3Config, S3Destination
+from exports.s3_clients import S3Config, S3Destination
 
 
 def partition_parts(export: BulkExport, export_run: BulkExportRun) -> list[str]:

@@ -18,7 +18,7 @@ import hashlib
 import queue
 import threading
 
-from exports.storage import S3Destination
+from exports.s3_clients import S3Destination
 
 MIN_PART_BYTES = 5 * 1024 * 1024
 _STOP = object()

@@ -28,7 +28,7 @@ from core.exceptions import ServiceError
 from exports.destinations import selectors, services
 from exports.destinations.api import DestinationCreateApi, DestinationCredentialsUpdateApi
 from exports.destinations.models import CredentialVersion, Destination
-from exports.storage import ADDRESSING_STYLES
+from exports.s3_clients import ADDRESSING_STYLES
 
 _SECRET = forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"})
 CONFIG_FIELDS = ["bucket_name", "prefix", "region", "endpoint_url", "include_bucket_in_prefix", "addressing_style"]

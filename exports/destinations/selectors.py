@@ -11,7 +11,7 @@ from accounts.models import Workspace
 from core.exceptions import BadRequest, NotFound
 from core.fields import UndecryptableValue
 from exports.destinations.models import CredentialVersion, Destination
-from exports.storage import S3Credentials
+from exports.s3_clients import S3Credentials
 
 UNREADABLE = ("The stored credentials of this destination cannot be read (the encryption key that wrote them is "
               "not configured, or the data was altered): set new credentials with PATCH.")

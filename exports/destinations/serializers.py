@@ -15,7 +15,7 @@ from botocore.utils import validate_region_name
 from rest_framework import serializers
 
 from core.serializers import CachedFieldsSerializer, StrictSerializer
-from exports.storage import ADDRESSING_STYLES, US_EAST_1_ENDPOINTS
+from exports.s3_clients import ADDRESSING_STYLES, US_EAST_1_ENDPOINTS
 
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _IPV4_LIKE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")

@@ -23,7 +23,7 @@ from accounts.models import Workspace
 from core.egress import EgressDenied
 from core.exceptions import BadRequest, Conflict, NotFound, ServiceError, TooManyRequests
 from core.throttling import throttle_hit, workspace_ident
-from exports import storage
+from exports import s3_clients
 from exports.destinations.models import CredentialVersion, Destination
 from exports.destinations.selectors import credential_binding, credential_version_credentials
 from exports.storage_errors import NotS3Endpoint, classify
@@ -38,7 +38,7 @@ _STORAGE_ERRORS = (EgressDenied, ClientError, BotoCoreError, NotS3Endpoint, Recu
 def destination_create(*, workspace: Workspace, display_name: str, config: dict,
                        credentials: dict | None, destination_type: str = Destination.Type.S3) -> Destination:
     """Validate the destination with a test write, then store it with its first credential version."""
-    creds = storage.S3Credentials.from_dict(credentials) if credentials else None
+    creds = s3_clients.S3Credentials.from_dict(credentials) if credentials else None
     _test_write_count(workspace=workspace)
     _validate(config=config, credentials=creds, workspace=workspace)
     destination_id, version_id = uuid.uuid4(), uuid.uuid4()
@@ -65,7 +65,7 @@ def destination_credentials_update(*, destination: Destination, credentials: dic
     """
     if destination.deleted_at is not None:
         raise NotFound("Destination not found")
-    creds = storage.S3Credentials.from_dict(credentials)
+    creds = s3_clients.S3Credentials.from_dict(credentials)
     revision = destination.credentials_revision
     _test_write_count(workspace=destination.workspace)
     _validate(config=destination.config, credentials=creds, workspace=destination.workspace)
@@ -91,7 +91,7 @@ def destination_credentials_update(*, destination: Destination, credentials: dic
     return destination
 
 
-def destination_validate(*, destination: Destination) -> storage.WriteCheck:
+def destination_validate(*, destination: Destination) -> s3_clients.WriteCheck:
     """Run the test write again with the destination's current credentials.
 
     A failure is recorded on the destination (the admin index counts it) until a test write succeeds.
@@ -150,21 +150,22 @@ def _test_write_count(*, workspace: Workspace) -> None:
 
 
 def _version_create(*, destination: Destination, version_id: uuid.UUID, number: int,
-                    credentials: storage.S3Credentials) -> CredentialVersion:
+                    credentials: s3_clients.S3Credentials) -> CredentialVersion:
     payload = {"binding": credential_binding(destination.workspace_id, destination.id, version_id),
                "credentials": credentials.as_dict()}
     return CredentialVersion.objects.create(id=version_id, destination=destination, number=number,
                                             credentials_keys=credentials.keys(), secret=json.dumps(payload))
 
 
-def _validate(*, config: dict, credentials: storage.S3Credentials | None, workspace: Workspace) -> storage.WriteCheck:
+def _validate(*, config: dict, credentials: s3_clients.S3Credentials | None,
+              workspace: Workspace) -> s3_clients.WriteCheck:
     try:
-        client = storage.s3_client(config, credentials, max_attempts=2)
+        client = s3_clients.s3_client(config, credentials, max_attempts=2)
     except EgressDenied as exc:
         log.info("Destination check in workspace %s refused by the egress guard", workspace.id)
         raise BadRequest(FAILED + exc.detail) from None
     try:
-        check = storage.write_test_file(client)
+        check = s3_clients.write_test_file(client)
     except _STORAGE_ERRORS as exc:
         failure = classify(exc)
         # The class and category only: the endpoint's own words may carry anything.

@@ -12,7 +12,7 @@ from openapi_spec_validator import validate
 
 from agentserver import urls as agentserver_urls
 from agentserver.api_docs import ASSETS
-from agentserver.openapi import agent_server_document
+from agentserver.openapi_document import agent_server_document
 from chat.routing import http_routes
 from tests.agentserver.test_differential import peer  # noqa: F401 (a fixture)
 

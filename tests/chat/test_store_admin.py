@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from chat.models import StoreItem, StoreVector
-from chat.store.base import DjangoStore
+from chat.store.django_store import DjangoStore
 from tests.chat.store_embedding import DIMS, embed_texts
 
 pytestmark = pytest.mark.django_db

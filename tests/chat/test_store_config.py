@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from chat.store import config as store_config
-from chat.store import schema as store_schema
+from chat.store import config_shape as store_schema
 from deployments import langgraph_config
 from tests.chat.store_embedding import DIMS, embed
 

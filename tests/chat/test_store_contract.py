@@ -22,7 +22,7 @@ from langgraph.store.base import (
 from langgraph.store.memory import InMemoryStore
 
 from chat import db_executor
-from chat.store.base import AddressTooLong, DjangoStore
+from chat.store.django_store import AddressTooLong, DjangoStore
 
 # The async methods run on the chat's database threads: they only see committed data.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -16,7 +16,7 @@ from langgraph.store.memory import InMemoryStore
 from chat import db_executor
 from chat.models import StoreItem, StoreVector
 from chat.store import vectors as store_vectors
-from chat.store.base import DjangoStore
+from chat.store.django_store import DjangoStore
 from tests.chat.store_embedding import DIMS, aembed_texts, cosine, embed, embed_texts
 
 pytestmark = pytest.mark.django_db(transaction=True)

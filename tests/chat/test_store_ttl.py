@@ -16,8 +16,8 @@ from django.utils import timezone
 from chat import db_executor
 from chat.models import StoreItem, StoreVector
 from chat.store import config as store_config
-from chat.store import schema as store_schema
-from chat.store.base import DjangoStore
+from chat.store import config_shape as store_schema
+from chat.store.django_store import DjangoStore
 from chat.store.expiry import store_sweep_expired
 from core.registry import PERIODICS
 from core.worker import Worker

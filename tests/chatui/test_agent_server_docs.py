@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("playwright.sync_api", reason="Browser tests need the playwright package (requirements-dev.txt)")
 
-from agentserver.openapi import agent_server_document  # noqa: E402
+from agentserver.openapi_document import agent_server_document  # noqa: E402
 from tests.chatui.conftest import DESKTOP, PHONE, live_page_server  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.no_postgres_pass]

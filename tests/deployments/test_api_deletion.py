@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from core.models import Job
-from core.processes import pid_alive
+from core.process_identity import pid_alive
 from deployments.models import Deployment, Revision
 from deployments.services import get_runner
 from deployments.uploads import uploads_root

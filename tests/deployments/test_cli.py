@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from accounts.services import api_key_create
-from core.processes import pid_alive
+from core.process_identity import pid_alive
 from deployments.models import Deployment, Revision
 from tests.deployments.support_projects import make_project
 from tests.support_processes import wait_for

@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings as django_settings
 
 from accounts.services import api_key_create, workspace_create
-from core.processes import pid_alive
+from core.process_identity import pid_alive
 from deployments.models import Revision
 from tests.deployments.support_projects import GRAPH, git_repo, make_project, tarball
 from tests.support_processes import wait_for

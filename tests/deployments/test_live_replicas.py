@@ -16,7 +16,7 @@ from langgraph_sdk import get_client, get_sync_client
 
 from accounts.services import api_key_create
 from core.models import PeriodicLease
-from core.processes import pid_alive
+from core.process_identity import pid_alive
 from deployments.models import Revision
 from deployments.runners import limits
 from tests.agentserver.support_sdk import PROJECT

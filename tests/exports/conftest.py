@@ -26,11 +26,11 @@ INFRASTRUCTURE_PORTS = {5432, 6379}
 @pytest.fixture(autouse=True)
 def no_idle_s3_connections():
     """The S3 clients' shared idle connections outlive each client: no test inherits another's."""
-    from exports import storage
+    from exports import s3_clients
 
-    storage.close_idle_connections()
+    s3_clients.close_idle_connections()
     yield
-    storage.close_idle_connections()
+    s3_clients.close_idle_connections()
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 
-from exports import storage
+from exports import s3_clients
 
 pytestmark = pytest.mark.usefixtures("egress_loopback", "localhost_dns")
 
@@ -40,17 +40,17 @@ def head_request(client, bucket: str) -> dict:
 
 def plain_client(config: dict, credentials: dict):
     """What botocore builds on its own, with the factory's settings, from a session that shares nothing."""
-    s3_config = storage.S3Config.from_dict(config)
+    s3_config = s3_clients.S3Config.from_dict(config)
     return botocore.session.Session().create_client(
         "s3", endpoint_url=s3_config.endpoint_url, aws_access_key_id=credentials["access_key_id"],
         aws_secret_access_key=credentials["secret_access_key"],
         config=Config(region_name=s3_config.region or "us-east-1", signature_version="s3v4",
-                      s3=storage._s3_options(s3_config), ignore_configured_endpoint_urls=True))
+                      s3=s3_clients._s3_options(s3_config), ignore_configured_endpoint_urls=True))
 
 
 def test_the_factorys_clients_share_the_model_class_and_endpoint_rules_but_each_signs_with_its_own_keys():
-    first = storage.s3_client(CONFIGS[0], ALICE)
-    second = storage.s3_client(CONFIGS[1], BOB)
+    first = s3_clients.s3_client(CONFIGS[0], ALICE)
+    second = s3_clients.s3_client(CONFIGS[1], BOB)
     try:
         assert type(first.client) is type(second.client)
         assert first.client.meta.service_model is second.client.meta.service_model
@@ -64,7 +64,7 @@ def test_the_factorys_clients_share_the_model_class_and_endpoint_rules_but_each_
 
 
 def test_clients_built_outside_the_factory_share_nothing_with_it_or_with_each_other():
-    ours = storage.s3_client(CONFIGS[0], ALICE)
+    ours = s3_clients.s3_client(CONFIGS[0], ALICE)
     theirs = [boto3.session.Session().client("s3", region_name="us-east-1") for _ in range(2)]
     try:
         assert type(theirs[0]) is not type(theirs[1])
@@ -79,8 +79,8 @@ def test_clients_built_outside_the_factory_share_nothing_with_it_or_with_each_ot
 def test_shared_endpoint_rules_resolve_every_destination_as_botocore_does_on_its_own(config):
     # Built after clients for the other destinations, so the rules' cache of resolved endpoints is warm.
     for other in CONFIGS:
-        storage.s3_client(other, ALICE).close()
-    ours = storage.s3_client(config, BOB)
+        s3_clients.s3_client(other, ALICE).close()
+    ours = s3_clients.s3_client(config, BOB)
     try:
         expected = head_request(plain_client(config, BOB), config["bucket_name"])
         assert head_request(ours.client, config["bucket_name"]) == expected

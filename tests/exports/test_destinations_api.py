@@ -374,7 +374,7 @@ def test_deleting_a_workspace_deletes_its_destinations_and_credentials(api_clien
 
 
 def test_no_response_schema_of_the_destinations_api_has_a_credential_field():
-    from core.openapi import ServiceSchemaGenerator
+    from core.openapi_generation import ServiceSchemaGenerator
 
     schema = ServiceSchemaGenerator().get_schema(request=None, public=True)
     components = schema["components"]["schemas"]

@@ -6,7 +6,7 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from exports import storage
+from exports import s3_clients
 from exports.destinations.models import Destination
 from tests.exports.support_destinations import BUCKET, destination_body
 from tests.support_s3 import allow
@@ -43,7 +43,7 @@ def test_us_east_1_regional_endpoint_is_regional_or_legacy(api_client, value):
 
 
 def test_the_s3_options_reach_botocore(writer):
-    client = storage.s3_client({"bucket_name": BUCKET, "region": "us-east-1", "config_kwargs_s3": {
+    client = s3_clients.s3_client({"bucket_name": BUCKET, "region": "us-east-1", "config_kwargs_s3": {
         "addressing_style": "virtual", "payload_signing_enabled": False, "us_east_1_regional_endpoint": "regional"}},
         writer.as_dict()).client
     assert client.meta.config.s3 == {"addressing_style": "virtual", "payload_signing_enabled": False,

@@ -8,7 +8,7 @@ import pytest
 
 from core import egress
 from core.egress import EgressDenied
-from exports import storage
+from exports import s3_clients
 from tests.exports.support_destinations import BUCKET, destination_body, object_keys
 from tests.support_s3 import allow
 
@@ -64,7 +64,7 @@ def test_an_endpoint_that_names_the_bucket_gets_no_second_bucket_in_the_path(api
 
 
 def test_with_include_bucket_in_prefix_the_same_endpoint_repeats_the_bucket(recording_s3, s3, bucket, localhost_dns):
-    client = storage.s3_client({"bucket_name": BUCKET, "prefix": "exports", "endpoint_url":
+    client = s3_clients.s3_client({"bucket_name": BUCKET, "prefix": "exports", "endpoint_url":
                                 f"http://{BUCKET}.localhost:{recording_s3.port}",
                                 "config_kwargs_s3": {"addressing_style": "path"}}, {"access_key_id": "AKIAX",
                                                                                     "secret_access_key": "s"})
@@ -101,8 +101,8 @@ def test_dns_rebinding_never_reaches_the_rebound_address(s3, writer, connections
     with egress.use_resolver(lambda host: next(answers)):
         for _ in range(20):
             try:
-                client = storage.s3_client(config, writer.as_dict(), max_attempts=1)
-                storage.write_test_file(client)
+                client = s3_clients.s3_client(config, writer.as_dict(), max_attempts=1)
+                s3_clients.write_test_file(client)
                 outcomes.add("written")
             except EgressDenied as exc:
                 assert "169.254.169.254" in exc.detail
@@ -114,29 +114,29 @@ def test_dns_rebinding_never_reaches_the_rebound_address(s3, writer, connections
 def test_transient_errors_are_retried_and_auth_errors_are_not(fake_http):
     flaky = fake_http("flaky")
     creds = {"access_key_id": "AKIAX", "secret_access_key": "s"}
-    client = storage.s3_client({"bucket_name": BUCKET, "endpoint_url": flaky.endpoint}, creds, max_attempts=3)
-    check = storage.write_test_file(client)
+    client = s3_clients.s3_client({"bucket_name": BUCKET, "endpoint_url": flaky.endpoint}, creds, max_attempts=3)
+    check = s3_clients.write_test_file(client)
     assert [m for m, _ in flaky.seen].count("PUT") == 3 and check.deleted and check.verified_size
     denied = fake_http("s3error:AccessDenied")
-    client = storage.s3_client({"bucket_name": BUCKET, "endpoint_url": denied.endpoint}, creds, max_attempts=3)
+    client = s3_clients.s3_client({"bucket_name": BUCKET, "endpoint_url": denied.endpoint}, creds, max_attempts=3)
     with pytest.raises(Exception) as error:
-        storage.write_test_file(client)
-    assert storage.classify(error.value).category == "permission"
+        s3_clients.write_test_file(client)
+    assert s3_clients.classify(error.value).category == "permission"
     assert len(denied.seen) == 1
 
 
 def test_the_client_has_bounded_timeouts_standard_retries_and_lenient_checksums(writer, s3):
-    client = storage.s3_client({"bucket_name": BUCKET, "endpoint_url": s3.endpoint}, writer.as_dict()).client
+    client = s3_clients.s3_client({"bucket_name": BUCKET, "endpoint_url": s3.endpoint}, writer.as_dict()).client
     config = client.meta.config
     assert (config.connect_timeout, config.read_timeout) == (5.0, 10.0)
     assert config.retries == {"mode": "standard", "total_max_attempts": 3}
     assert config.request_checksum_calculation == "when_required"
     assert config.response_checksum_validation == "when_required"
-    assert isinstance(client._endpoint.http_session, storage.PinnedURLLib3Session)
+    assert isinstance(client._endpoint.http_session, s3_clients.PinnedURLLib3Session)
 
 
 def test_puts_carry_content_md5_so_object_lock_buckets_accept_them(recording_s3, s3, bucket, writer):
-    client = storage.s3_client({"bucket_name": BUCKET, "endpoint_url": recording_s3.endpoint}, writer.as_dict())
+    client = s3_clients.s3_client({"bucket_name": BUCKET, "endpoint_url": recording_s3.endpoint}, writer.as_dict())
     client.put_object(client.key("a.txt"), b"hello")
     assert s3.client().get_object(Bucket=BUCKET, Key="a.txt")["Body"].read() == b"hello"
 
@@ -145,7 +145,7 @@ def test_the_environments_credentials_are_never_used_for_a_destination_with_cred
         recording_s3, s3, bucket, writer, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAAMBIENT000000000")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "ambient")
-    client = storage.s3_client({"bucket_name": BUCKET, "endpoint_url": recording_s3.endpoint}, writer.as_dict())
+    client = s3_clients.s3_client({"bucket_name": BUCKET, "endpoint_url": recording_s3.endpoint}, writer.as_dict())
     client.put_object("k", b"x")
     assert {r.access_key_id for r in recording_s3.requests} == {writer.access_key_id}
 
@@ -153,12 +153,12 @@ def test_the_environments_credentials_are_never_used_for_a_destination_with_cred
 def test_without_credentials_and_without_ambient_permission_no_client_is_built(settings):
     settings.EXPORTS_ALLOW_AMBIENT_CREDENTIALS = False
     with pytest.raises(Exception, match="Credentials are required"):
-        storage.s3_client({"bucket_name": BUCKET, "endpoint_url": "http://127.0.0.1:9"}, None)
+        s3_clients.s3_client({"bucket_name": BUCKET, "endpoint_url": "http://127.0.0.1:9"}, None)
 
 
 def test_keys_live_under_the_prefix(writer, s3):
-    client = storage.s3_client({"bucket_name": BUCKET, "prefix": "/a/b/", "endpoint_url": s3.endpoint},
+    client = s3_clients.s3_client({"bucket_name": BUCKET, "prefix": "/a/b/", "endpoint_url": s3.endpoint},
                                writer.as_dict())
     assert client.key("tmp", "x.txt") == "a/b/tmp/x.txt"
-    assert storage.s3_client({"bucket_name": BUCKET, "endpoint_url": s3.endpoint},
+    assert s3_clients.s3_client({"bucket_name": BUCKET, "endpoint_url": s3.endpoint},
                              writer.as_dict()).key("tmp", "x.txt") == "tmp/x.txt"

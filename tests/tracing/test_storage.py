@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from tracing import storage
+from tracing import run_inserts
 from tracing.models import Run, TracingProject
 
 pytestmark = pytest.mark.django_db
@@ -36,7 +36,7 @@ def full_row(workspace, project, **overrides) -> dict:
 
 
 def read(run_id) -> dict:
-    values = Run.objects.filter(id=run_id).values(*storage.ATTNAMES).get()
+    values = Run.objects.filter(id=run_id).values(*run_inserts.ATTNAMES).get()
     values.pop("id")
     return values
 
@@ -44,10 +44,10 @@ def read(run_id) -> dict:
 @pytest.mark.parametrize("nulls", [False, True], ids=["every-field-set", "nullable-fields-null"])
 def test_rows_from_the_fast_insert_read_back_exactly_like_rows_saved_by_the_orm(workspace, nulls):
     project = TracingProject.objects.create(workspace=workspace, name="p")
-    nullable = {f.attname: None for f in storage.COLUMNS if f.null} if nulls else {}
+    nullable = {f.attname: None for f in run_inserts.COLUMNS if f.null} if nulls else {}
     fast, orm = full_row(workspace, project, **nullable), full_row(workspace, project, **nullable)
     orm.update({key: fast[key] for key in fast if key != "id"})
-    storage.runs_insert([fast])
+    run_inserts.runs_insert([fast])
     Run(**orm).save(force_insert=True)
     # auto_now sets updated_at on save(); everything else must match field by field.
     fast_values, orm_values = read(fast["id"]), read(orm["id"])
@@ -59,7 +59,7 @@ def test_rows_from_the_fast_insert_read_back_exactly_like_rows_saved_by_the_orm(
 def test_json_written_by_the_fast_insert_is_queryable(workspace):
     project = TracingProject.objects.create(workspace=workspace, name="p")
     row = full_row(workspace, project)
-    storage.runs_insert([row, full_row(workspace, project, extra={"metadata": {"user": "bob"}})])
+    run_inserts.runs_insert([row, full_row(workspace, project, extra={"metadata": {"user": "bob"}})])
     assert list(Run.objects.filter(extra__metadata__user="ada").values_list("id", flat=True)) == [row["id"]]
     assert Run.objects.filter(inputs__messages__0__content="héllo").count() == 2
     assert Run.objects.filter(start_time=row["start_time"]).count() == 2

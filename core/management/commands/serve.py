@@ -21,7 +21,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from core.processes import stop_process
+from core.process_identity import stop_process
 from core.registry import SERVE_SETUPS
 
 BASE_DIR = Path(settings.BASE_DIR)

@@ -1,4 +1,4 @@
-"""What a DjangoStore search filter and a list_namespaces condition mean (chat/store/base.py), on both databases
+"""What a DjangoStore search filter and a list_namespaces condition mean (chat/store/django_store.py), on both databases
 alike."""
 
 from __future__ import annotations

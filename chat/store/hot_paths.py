@@ -1,9 +1,9 @@
-"""The store's hot paths in SQL of our own (chat/store/base.py): a search's page, a batch's gets and its puts (one
-upsert), on both databases.
+"""The store's hot paths in SQL of our own (chat/store/django_store.py): a search's page, a batch's gets and its puts
+(one upsert), on both databases.
 
 They are what graphs call most, one small query each; through the ORM, building the query and the model instances
 cost more than the query itself (bench/store.py). The SQL is the one Django writes for the same lookups, the filter's
-narrowing included (chat/store/filters.py's `narrowed`), so both paths keep the same rows.
+narrowing included (chat/store/search_filters.py's `narrowed`), so both paths keep the same rows.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from django.db import connections
 
-from chat.store.filters import narrowable_conditions
+from chat.store.search_filters import narrowable_conditions
 
 COLUMNS = "id, namespace, key, value, created_at, updated_at, ttl_minutes"
 # Items per INSERT: 8 parameters each stay far below SQLite's limit of 32,766.

@@ -30,7 +30,7 @@ from django.conf import settings
 from core.egress import EgressDenied
 from core.exceptions import ServiceError
 from core.registry import RetryLater
-from exports import storage
+from exports import s3_clients
 from exports.bulk_exports import filters, parquet, services
 from exports.bulk_exports.layout import file_name, partition_parts
 from exports.bulk_exports.models import BulkExportRun, ExportStatus
@@ -76,13 +76,13 @@ def execute(*, export_run_id, lease) -> None:
             destination.close()
 
 
-def _destination(export_run: BulkExportRun) -> storage.S3Destination:
+def _destination(export_run: BulkExportRun) -> s3_clients.S3Destination:
     credentials = credential_version_credentials(version=export_run.credential_version_id)
     # The egress guard checks the endpoint here again, and on every connection the client opens.
-    return storage.s3_client(export_run.bulk_export.destination.config, credentials)
+    return s3_clients.s3_client(export_run.bulk_export.destination.config, credentials)
 
 
-def _abort_pending(destination: storage.S3Destination | None, export_run: BulkExportRun) -> None:
+def _abort_pending(destination: s3_clients.S3Destination | None, export_run: BulkExportRun) -> None:
     """Abort the upload a previous attempt left in flight; its file is written again from the cursor."""
     if destination is None or not export_run.pending_upload_id:
         return
@@ -157,7 +157,7 @@ def _abort_quietly(destination, export_run: BulkExportRun) -> None:
         log.info("Bulk export run %s: could not abort its pending upload (%s)", export_run.id, classify(exc).category)
 
 
-def _abort_upload(destination: storage.S3Destination, export_run: BulkExportRun) -> None:
+def _abort_upload(destination: s3_clients.S3Destination, export_run: BulkExportRun) -> None:
     destination.client.abort_multipart_upload(Bucket=destination.bucket, Key=export_run.pending_key,
                                               UploadId=export_run.pending_upload_id)
 
@@ -174,7 +174,7 @@ class _OpenFile:
 class _Export:
     """Pages -> row groups -> files, for one export run."""
 
-    def __init__(self, destination: storage.S3Destination, export_run: BulkExportRun, lease):
+    def __init__(self, destination: s3_clients.S3Destination, export_run: BulkExportRun, lease):
         self.destination, self.export_run, self.lease = destination, export_run, lease
         export = export_run.bulk_export
         self.fields = parquet.export_fields(export.export_fields)

@@ -60,10 +60,10 @@ from langgraph.store.base.embed import EmbeddingsLambda
 
 from chat import db_executor
 from chat.models import StoreItem, StoreVector
-from chat.store import sql as store_sql
+from chat.store import hot_paths as store_sql
 from chat.store import vectors as store_vectors
-from chat.store.filters import SCAN_CHUNK, check_filter, does_match, leading_literal, matches, narrowed
-from chat.store.sql import Row
+from chat.store.hot_paths import Row
+from chat.store.search_filters import SCAN_CHUNK, check_filter, does_match, leading_literal, matches, narrowed
 
 # A namespace and key are indexed together (with the scope), and PostgreSQL refuses an index row over 2704 bytes.
 MAX_ADDRESS_BYTES = 2048
@@ -354,9 +354,9 @@ def _under(rows: QuerySet[StoreItem], prefix: str) -> QuerySet[StoreItem]:
 
 def _filtered_page(window: Callable[[int, int], Sequence[Row | StoreItem]], filter: dict[str, Any] | None,
                    offset: int, limit: int) -> list[Row | StoreItem]:
-    """A page of the rows `window(start, size)` reads in order, the filter applied in Python (chat/store/filters.py)
-    to windows: the first as large as the page, the next ones larger, so a selective filter reads little more than
-    the page and memory stays bounded by a window."""
+    """A page of the rows `window(start, size)` reads in order, the filter applied in Python
+    (chat/store/search_filters.py) to windows: the first as large as the page, the next ones larger, so a selective
+    filter reads little more than the page and memory stays bounded by a window."""
     if not filter:
         return list(window(offset, limit))
     found: list[Row | StoreItem] = []

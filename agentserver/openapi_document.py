@@ -18,7 +18,7 @@ from drf_spectacular.settings import patched_settings
 
 from agentserver.api import AGENT_SERVER_API_VERSION
 from agentserver.http import AgentServerApi
-from core.openapi import ServiceSchemaGenerator
+from core.openapi_generation import ServiceSchemaGenerator
 
 # drf-spectacular describes a view without a docstring by its base class's.
 INHERITED_DESCRIPTION = inspect.cleandoc(AgentServerApi.__doc__ or "")

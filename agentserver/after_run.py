@@ -1,6 +1,6 @@
-"""What happens after an Agent Server chat run ended (chat.runs.execution.AFTER_RUN hooks, registered in apps.py):
-the run's webhook is called, and a stateless run's temporary thread is removed (by the request waiting for the run,
-or else by the hook a few seconds later)."""
+"""What happens after an Agent Server chat run ended (after-run hooks of its kind, chat/runs/kinds.py, registered in
+apps.py): the run's webhook is called, and a stateless run's temporary thread is removed (by the request waiting for
+the run, or else by the hook a few seconds later)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def webhook_send(*, url: str, payload: dict) -> int:
 async def call_webhook(request, status: str) -> None:
     url = (request.kwargs or {}).get("webhook")
     # langgraph.json's http.disable_webhooks: the run still executes, its webhook is not called.
-    if request.kind != "agent_server" or not url or settings.LANGGRAPH_HTTP.get("disable_webhooks"):
+    if not url or settings.LANGGRAPH_HTTP.get("disable_webhooks"):
         return
     payload = await db_executor.run(webhook_payload, run_id=request.run_id)
     if payload is None:
@@ -72,7 +72,7 @@ async def call_webhook(request, status: str) -> None:
 
 
 async def remove_temporary_thread(request, status: str) -> None:
-    if request.kind != "agent_server" or not (request.kwargs or {}).get("temporary"):
+    if not (request.kwargs or {}).get("temporary"):
         return
     await asyncio.sleep(TEMPORARY_GRACE_SECONDS)
     await db_executor.run(run_finish_temporary_if_left, run_id=request.run_id, thread_id=request.thread_id)

@@ -20,6 +20,7 @@ from agentserver.serializers import RunCreateSerializer, RunOutputSerializer
 from chat import db_executor
 from chat.models import ChatRun
 from chat.runs.control import run_stop
+from chat.runs.kinds import policy
 from chat.subscriptions import cursor_from_last_event_id
 from chat.wire import dumps
 from core.exceptions import RequestValidationError
@@ -70,7 +71,8 @@ def _result_stream(run, on_disconnect: str | None):
         return await _result_of(run.pk)
 
     return streams.result_after_end(run.thread_id, str(run.pk), since=run.start_seq, result=result,
-                                    on_abandon=_abandon(run, on_disconnect), watch_status=run.kind == "protocol")
+                                    on_abandon=_abandon(run, on_disconnect),
+                                    watch_status=not policy(run.kind).stores_frames)
 
 
 class _RunCreateBase(AgentServerApi):
@@ -220,7 +222,8 @@ class RunJoinStreamApi(AgentServerApi):
 async def _joined(run, since: int | None, cancel: bool):
     if since is None:
         since = await streams.last_seq_of(run.thread_id)
-    async for chunk in streams.frames(run.thread_id, str(run.pk), since=since, watch_status=run.kind == "protocol",
+    async for chunk in streams.frames(run.thread_id, str(run.pk), since=since,
+                                      watch_status=not policy(run.kind).stores_frames,
                                       on_abandon=_abandon(run, "cancel" if cancel else None)):
         yield chunk
 
@@ -250,7 +253,7 @@ class RunCancelApi(AgentServerApi):
     def post(self, request, thread_id: str, run_id: str):
         run = selectors.run_get(caller=self.caller, thread_id=thread_id, run_id=run_id)
         wait = query_flag(request, "wait")
-        if run.kind == "protocol" and run.status != ChatRun.Status.PENDING:
+        if policy(run.kind).stopped_in_process and run.status != ChatRun.Status.PENDING:
             # A chat run of the protocol's run.start (the examples' stop button): stopped here at once if it runs
             # here, answered as the examples' clients read it.
             status = async_to_sync(run_stop)(run=run, wait=wait)

@@ -7,7 +7,8 @@ class AgentServerConfig(AppConfig):
     verbose_name = "Agent Server API"
 
     def ready(self) -> None:
-        from chat.runs.hooks import after_run
+        from chat.models import ChatRun
+        from chat.runs.kinds import after_run
 
-        after_run("agentserver.after_run.call_webhook")
-        after_run("agentserver.after_run.remove_temporary_thread")
+        after_run(ChatRun.Kind.AGENT_SERVER, "agentserver.after_run.call_webhook")
+        after_run(ChatRun.Kind.AGENT_SERVER, "agentserver.after_run.remove_temporary_thread")

@@ -1,6 +1,6 @@
 """Writes of the Agent Server API: assistants (versioned), chat threads as Agent Server threads, and their chat runs.
 
-An Agent Server run is a chat.models.ChatRun of kind "agent_server", created queued (chat/runs/queue.py executes it):
+An Agent Server run is a chat.models.ChatRun of kind AGENT_SERVER, created queued (chat/runs/queue.py executes it):
 the chat protocol's runs and these share one table, one executor, one checkpointer and one event log, so a thread
 is busy for both.
 """
@@ -399,11 +399,10 @@ def run_create(*, caller: Caller, thread_id: str | None, data: dict) -> tuple[Ch
                   "checkpoint": checkpoint or None,
                   "on_completion": data.get("on_completion") if thread_id is None else None}
         after = data.get("after_seconds")
-        run = ChatRun.objects.create(
-            id=run_id, thread=thread, status=ChatRun.Status.PENDING, kind="agent_server",
-            graph_name=assistant.graph_id, assistant_id=str(assistant.assistant_id), kwargs=kwargs,
-            metadata=metadata, multitask_strategy=strategy, start_seq=start_seq,
-            available_at=timezone.now() + timedelta(seconds=after) if after else None)
+        run = chat_services.run_create(
+            thread=thread, run_id=run_id, kind=ChatRun.Kind.AGENT_SERVER, graph_name=assistant.graph_id,
+            assistant_id=str(assistant.assistant_id), kwargs=kwargs, metadata=metadata, multitask_strategy=strategy,
+            start_seq=start_seq, available_at=timezone.now() + timedelta(seconds=after) if after else None)
         if thread_id is not None:
             _remember_graph(thread=thread, assistant=assistant)
         transaction.on_commit(notify_executors)

@@ -174,9 +174,14 @@ class ChatRun(BaseModel):
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # --- What an executor needs to claim and execute a queued run (chat/runs/queue.py) ---
-    # "protocol": started by run.start (astream_events v3, protocol events only); "agent_server": started through the
-    # Agent Server API, whose SSE frames (its stream modes) are stored beside the protocol events.
-    kind = models.CharField(max_length=16, default="protocol")
+    class Kind(models.TextChoices):
+        # Started by run.start or input.respond: astream_events v3, protocol events only.
+        PROTOCOL = "protocol"
+        # Started through the Agent Server API: its SSE frames (its stream modes) are stored beside protocol events.
+        AGENT_SERVER = "agent_server"
+
+    # What differs between the kinds is chat/runs/kinds.py's.
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.PROTOCOL)
     # The served graph and the Agent Server assistant the run executes.
     graph_name = models.CharField(max_length=255, blank=True, default="")
     assistant_id = models.CharField(max_length=64, blank=True, default="")

@@ -20,12 +20,12 @@ from django.utils import timezone
 from chat import thread_ttl
 from chat.access import Caller
 from chat.events import statements as event_sql
-from chat.frames import Frame, end_frame, frame_channel
+from chat.frames import Frame
 from chat.models import ChatEvent, ChatInterrupt, ChatRun, ChatThread, Checkpoint
-from chat.wire import StoredEvent, WireEvent, dumps, lifecycle_event
+from chat.runs.kinds import policy
+from chat.wire import StoredEvent, WireEvent, lifecycle_event
 from core import process_identity
 from core.exceptions import Conflict, NotFound
-from core.protocol_errors import error_body
 
 log = logging.getLogger("chat")
 MAX_THREAD_ID_LENGTH = 255
@@ -185,8 +185,28 @@ _THREAD_DELETE_SQL = (f"DELETE FROM {ChatEvent._meta.db_table} WHERE thread_id =
 
 
 # --- Runs ---------------------------------------------------------------------------------------------------------
-def run_create(*, thread: ChatThread, run_id: uuid.UUID | str, queue: dict | None = None) -> ChatRun:
-    """Register a new active run of this process; a run left behind by a process that is gone is failed first.
+def run_create(*, thread: ChatThread, run_id: uuid.UUID | str, kind: str = ChatRun.Kind.PROTOCOL,
+               executing: bool = False, start_seq: int | None = None, **fields: Any) -> ChatRun:
+    """The one place a chat run is made: queued for an executor to claim, or (`executing`) running in this process
+    under its identity. Its own events come after `start_seq`, by default the thread's last seq so far (a caller
+    that knows it, for a thread it just made, saves the read). `fields` are ChatRun's others (graph_name, kwargs, …).
+
+    Raises:
+        IntegrityError: `executing` while another run of the thread is running.
+    """
+    if start_seq is None:
+        start_seq = ChatThread.objects.filter(pk=thread.pk).values_list("last_seq", flat=True).get()
+    if executing:
+        fields.update(status=ChatRun.Status.RUNNING, worker=process_identity.identity(),
+                      worker_instance=process_identity.instance())
+    else:
+        fields["status"] = ChatRun.Status.PENDING
+    return ChatRun.objects.create(id=run_id, thread=thread, kind=kind, start_seq=start_seq, **fields)
+
+
+def run_register(*, thread: ChatThread, run_id: uuid.UUID | str, queue: dict | None = None) -> ChatRun:
+    """Register a protocol run if the thread has no other: running in this process; a run left behind by a process
+    that is gone is failed first.
 
     With `queue` (what an executor needs: graph_name, kwargs, metadata), the run is queued for run_worker's
     executors instead (CHAT_RUN_EXECUTOR "worker").
@@ -203,15 +223,11 @@ def run_create(*, thread: ChatThread, run_id: uuid.UUID | str, queue: dict | Non
             if (reason := run_orphan_reason(run=running)) is None:
                 raise RunActive(running.pk)
             run_fail_dead(run=running, error=reason)
-        start_seq = ChatThread.objects.filter(pk=thread.pk).values_list("last_seq", flat=True).get()
-        return ChatRun.objects.create(id=run_id, thread=thread, status=ChatRun.Status.PENDING, start_seq=start_seq,
-                                      **queue)
+        return run_create(thread=thread, run_id=run_id, **queue)
     for _ in range(2):
         try:
             with transaction.atomic():
-                start_seq = ChatThread.objects.filter(pk=thread.pk).values_list("last_seq", flat=True).get()
-                return ChatRun.objects.create(id=run_id, thread=thread, worker=process_identity.identity(),
-                                              worker_instance=process_identity.instance(), start_seq=start_seq)
+                return run_create(thread=thread, run_id=run_id, executing=True)
         except IntegrityError:
             active = ChatRun.objects.filter(thread=thread, status=ChatRun.Status.RUNNING).first()
             if active is None:
@@ -245,7 +261,7 @@ def run_create_answering(*, thread: ChatThread, run_id: uuid.UUID | str, answers
         if not ChatInterrupt.objects.filter(thread=thread, interrupt_id=interrupt_id, answered_at__isnull=True).update(
                 answered_at=now, response=response):
             raise InterruptAnswered(interrupt_id)
-    run = run_create(thread=thread, run_id=run_id, queue=queue)
+    run = run_register(thread=thread, run_id=run_id, queue=queue)
     ChatInterrupt.objects.filter(thread=thread, interrupt_id__in=list(answers)).update(run=run)
     return run
 
@@ -360,14 +376,7 @@ def run_cancel_queued(*, run: ChatRun) -> bool:
     if not ChatRun.objects.filter(pk=run.pk, status=ChatRun.Status.PENDING).update(
             status=ChatRun.Status.INTERRUPTED, finished_at=timezone.now(), updated_at=timezone.now()):
         return False
-    events: list[WireEvent | Frame]
-    if run.kind == "agent_server":
-        events = [end_frame(run.pk)]
-    else:
-        graph_name = run.graph_name or "root"
-        events = [lifecycle_event([], "running", graph_name=graph_name),
-                  lifecycle_event([], "interrupted", graph_name=graph_name)]
-    events_append(thread_id=run.thread_id, run_id=run.pk, events=events)
+    events_append(thread_id=run.thread_id, run_id=run.pk, events=policy(run.kind).cancelled_unclaimed(run))
     return True
 
 
@@ -384,7 +393,7 @@ def run_fail_dead(*, run: ChatRun, error: str = DEAD_RUN_ERROR, retry: bool = Fa
     With `retry` (its process died, nobody cancelled it), a queued run (the Agent Server's) that checkpointed nothing
     yet is put back in the queue instead, once.
     """
-    retriable = retry and run.cancel_requested_at is None and run.kind == "agent_server" and run.attempt == 1
+    retriable = retry and run.cancel_requested_at is None and policy(run.kind).retried_when_lost and run.attempt == 1
     if retriable and not run_made_progress(run=run):
         requeued = ChatRun.objects.filter(pk=run.pk, status=ChatRun.Status.RUNNING).update(
             status=ChatRun.Status.PENDING, attempt=2, worker="", worker_instance="", cancel_requested_at=None,
@@ -401,10 +410,8 @@ def run_fail_dead(*, run: ChatRun, error: str = DEAD_RUN_ERROR, retry: bool = Fa
         return None
     log.warning("run %s of thread %s failed: its process (%s, %s) stopped", run.pk, run.thread_id, run.worker,
                 run.worker_instance or "instance unknown")
-    events: list[WireEvent | Frame] = [lifecycle_event([], "failed", graph_name="root", error=error)]
-    if run.kind == "agent_server":
-        events += [Frame(event="error", data=dumps(error_body("WorkerLost", error)),
-                         channel=frame_channel(run.pk)), end_frame(run.pk)]
+    events: list[WireEvent | Frame] = [lifecycle_event([], "failed", graph_name="root", error=error),
+                                       *policy(run.kind).lost(run, error)]
     return events_append(thread_id=run.thread_id, run_id=run.pk, events=events)[-1].seq
 
 

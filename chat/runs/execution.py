@@ -15,7 +15,7 @@ import logging
 import time
 import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -28,11 +28,11 @@ from langchain_core._api.beta_decorator import LangChainBetaWarning
 from chat import db_executor, services
 from chat.conversion import EventConverter
 from chat.events.hub import hubs, publish, publish_unstored, wait_event
-from chat.frames import Frame, end_frame
+from chat.frames import Frame
 from chat.graph_runtime import ServedGraph, get_served_graph
 from chat.interrupts import checkpoint_interrupts
 from chat.models import ChatRun
-from chat.runs import hooks as run_hooks
+from chat.runs.kinds import policy
 from chat.selectors import thread_cursor_state
 from chat.store.config import store_for
 from chat.stream_modes import FrameMaker, command_from, graph_modes
@@ -46,9 +46,6 @@ warnings.filterwarnings("ignore", category=LangChainBetaWarning)
 
 MAX_BATCH = 1000
 CANCEL_POLL_SECONDS = 0.5
-# An Agent Server run's `running` event and `metadata` frame wait this long at most for the graph's first output, to
-# be stored with it: one transaction less per run, a first frame a few milliseconds later.
-FIRST_BATCH_HOLD_SECONDS = 0.05
 # A run whose end could not be stored (full disk) retries, backing off up to this delay, for at most this long.
 END_RETRY_MAX_DELAY_SECONDS = 5.0
 END_RETRY_MAX_SECONDS = 3600.0
@@ -64,9 +61,9 @@ class RunRequest:
     tracing_workspace_id: Any = None
     # The served graph to run, by name (None: the first one).
     graph_name: str | None = None
-    # "agent_server": run with graph.astream and the Agent Server's stream modes (chat/stream_modes.py), storing
-    # its SSE frames too; "protocol": the chat protocol's astream_events v3.
-    kind: str = "protocol"
+    # ChatRun.Kind: an Agent Server run runs with graph.astream and its stream modes (chat/stream_modes.py), storing
+    # its SSE frames too; a protocol run with the chat protocol's astream_events v3 (chat/runs/kinds.py).
+    kind: str = ChatRun.Kind.PROTOCOL
     # The Agent Server's run kwargs (ChatRun.kwargs) and the attempt number.
     kwargs: dict = field(default_factory=dict)
     attempt: int = 1
@@ -180,8 +177,8 @@ async def execute_run(request: RunRequest) -> str:
     task = asyncio.current_task()
     if task is None:  # the run registry cancels a run through its task
         raise RuntimeError("execute_run runs in a task of its own")
-    writer = EventWriter(request.thread_id, request.run_id, on_error=task.cancel,
-                         hold_first=FIRST_BATCH_HOLD_SECONDS if request.kind == "agent_server" else 0.0)
+    kind = policy(request.kind)
+    writer = EventWriter(request.thread_id, request.run_id, on_error=task.cancel, hold_first=kind.hold_first)
     watcher = asyncio.create_task(_watch(request.run_id, task))
     callbacks = tracing_callbacks(request.tracing_workspace_id)
     status: str = ChatRun.Status.COMPLETED
@@ -191,12 +188,7 @@ async def execute_run(request: RunRequest) -> str:
         graph_name = served.name
         writer.add([lifecycle_event([], "running", graph_name=graph_name)])
         started = True
-        if request.kind == "agent_server":
-            await _stream_modes(served, request, writer, callbacks)
-            status = ChatRun.Status.COMPLETED
-        else:
-            interrupted = await _stream(served, request, writer, callbacks)
-            status = ChatRun.Status.INTERRUPTED if interrupted else ChatRun.Status.COMPLETED
+        status = await STREAMS[request.kind](served, request, writer, callbacks)
     except asyncio.CancelledError:
         task.uncancel()
         status = ChatRun.Status.INTERRUPTED
@@ -205,8 +197,7 @@ async def execute_run(request: RunRequest) -> str:
             log.warning("run %s of thread %s failed: %s: %s", request.run_id, request.thread_id,
                         type(exc).__name__, exc)
             status, error = ChatRun.Status.FAILED, str(exc) if _plain(exc) else f"{type(exc).__name__}: {exc}"
-            if request.kind == "agent_server":
-                writer.add([FrameMaker(run_id=request.run_id, requested=[], subgraphs=False).error(exc)])
+            writer.add(kind.failed(request.run_id, exc))
     finally:
         watcher.cancel()
     if writer.error is not None and not isinstance(writer.error, services.RunEnded):
@@ -217,7 +208,7 @@ async def execute_run(request: RunRequest) -> str:
     writer.stop_run_on_error = False
     # Shielded: a second cancel while the end is being recorded must not leave the run open.
     status = await asyncio.shield(_finish(request, writer, status, error, graph_name))
-    for path in run_hooks.AFTER_RUN:
+    for path in kind.after_run:
         asyncio.create_task(_after_run(path, request, status), name=f"chat-after-run:{request.run_id}")
     return status
 
@@ -237,7 +228,8 @@ async def _after_run(path: str, request: RunRequest, status: str) -> None:
         log.warning("after-run hook %s of run %s failed", path, request.run_id, exc_info=True)
 
 
-async def _stream(served, request: RunRequest, writer: EventWriter, callbacks: list) -> bool:
+async def _stream(served, request: RunRequest, writer: EventWriter, callbacks: list) -> str:
+    """Run a protocol run: astream_events v3 converted to the protocol's events; interrupted when it waits."""
     # A run.start's own configurable (approve_tools) first: the thread and checkpoint are the server's.
     configurable = {**((request.kwargs.get("config") or {}).get("configurable") or {}), "thread_id": request.thread_id}
     if request.checkpoint_id:
@@ -258,10 +250,10 @@ async def _stream(served, request: RunRequest, writer: EventWriter, callbacks: l
         with contextlib.suppress(Exception):
             await asyncio.shield(stream.abort())
         raise
-    return bool(converter.interrupts)
+    return ChatRun.Status.INTERRUPTED if converter.interrupts else ChatRun.Status.COMPLETED
 
 
-async def _stream_modes(served, request: RunRequest, writer: EventWriter, callbacks: list) -> None:
+async def _stream_modes(served, request: RunRequest, writer: EventWriter, callbacks: list) -> str:
     """Run an Agent Server run: its stream modes' frames, plus root values and updates as protocol events."""
     kwargs = request.kwargs
     requested = list(kwargs.get("stream_mode") or ["values"])
@@ -303,6 +295,13 @@ async def _stream_modes(served, request: RunRequest, writer: EventWriter, callba
             await asyncio.shield(stream.aclose())
     if interrupted:
         writer.add(await _requested_inputs(served, request.thread_id))
+    # Completed even when the graph waits on an interrupt: the thread's status says so (agentserver/selectors.py).
+    return ChatRun.Status.COMPLETED
+
+
+# How each kind of run streams its graph (chat/runs/kinds.py has the rest of what differs).
+STREAMS: dict[str, Callable[..., Awaitable[str]]] = {ChatRun.Kind.PROTOCOL: _stream,
+                                                    ChatRun.Kind.AGENT_SERVER: _stream_modes}
 
 
 async def _requested_inputs(served, thread_id: str) -> list[WireEvent]:
@@ -358,9 +357,8 @@ async def _finish(request: RunRequest, writer: EventWriter, status: str, error: 
         status, error = ChatRun.Status.FAILED, store_error(exc)
     # One terminal event, whether subscribers get it from the store or, first, from memory; then, for an Agent
     # Server run, the end of its frames.
-    terminal: list[WireEvent | Frame] = [lifecycle_event([], status, graph_name=graph_name, error=error or None)]
-    if request.kind == "agent_server":
-        terminal.append(end_frame(request.run_id))
+    terminal: list[WireEvent | Frame] = [lifecycle_event([], status, graph_name=graph_name, error=error or None),
+                                         *policy(request.kind).closing(request.run_id)]
     try:
         last = await db_executor.run(_end_run, request=request, status=status, error=error, terminal=terminal)
     except Exception as exc:

@@ -52,7 +52,7 @@ async def start_run(thread, run_input: dict | None, *, checkpoint_id: str | None
         "graph_name": graph_name, "metadata": metadata,
         "kwargs": {"input": run_input, "checkpoint": {"checkpoint_id": checkpoint_id} if checkpoint_id else None,
                    **kwargs}}
-    create = services.run_create if answering is None else functools.partial(
+    create = services.run_register if answering is None else functools.partial(
         services.run_create_answering, answers=(command or {}).get("resume") or {}, namespaces=answering)
     await _create_run(thread, run_id, queue, create)
     await db_executor.run(services.thread_touch, thread=thread, messages=(run_input or {}).get("messages"),

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from agentserver import selectors, services
 from agentserver.http import AgentServerApi, paginated, query_flag, search_fields, selected
 from agentserver.state import state_get, state_history
+from chat import services as chat_services
 
 THREAD_FIELDS = ["thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "config", "status",
                  "values", "interrupts", "error"]
@@ -147,7 +148,7 @@ class ThreadCopyApi(AgentServerApi):
                    operation_id="copy_thread_post_threads__thread_id__copy_post")
     def post(self, request, thread_id: str):
         thread = selectors.thread_get(caller=self.caller, thread_id=thread_id)
-        return Response(thread_out(services.thread_copy(thread=thread)))
+        return Response(thread_out(chat_services.thread_copy(thread=thread)))
 
 
 class ThreadStateGetApi(AgentServerApi):

@@ -168,8 +168,8 @@ def thread_create(*, caller: Caller, thread_id: str | None = None, metadata: dic
     ttl = ttl or thread_ttl.default_ttl()
     try:
         with transaction.atomic():
-            return ChatThread.objects.create(id=thread_id, **caller.owner_fields, metadata=metadata or {},
-                                             ttl=ttl, expires_at=_expiry(ttl))
+            return chat_services.thread_create(thread_id=thread_id, owner=caller.owner_fields, metadata=metadata,
+                                               ttl=ttl)
     except IntegrityError:
         existing = ChatThread.objects.filter(pk=thread_id).first()
     if existing is None:
@@ -197,16 +197,7 @@ def thread_update(*, thread: ChatThread, metadata: dict | None = None, ttl: dict
             if not metadata and ttl is None:
                 # A rename alone is not an activity: the thread keeps its place in the newest-first list.
                 return thread
-        return _thread_update_fields(thread=thread, metadata=metadata, ttl=ttl)
-
-
-def _thread_update_fields(*, thread: ChatThread, metadata: dict | None, ttl: dict | None) -> ChatThread:
-    if metadata:
-        thread.metadata = {**thread.metadata, **metadata}
-    if ttl is not None:
-        thread.ttl, thread.expires_at = ttl, _expiry(ttl)
-    thread.save(update_fields=["metadata", "ttl", "expires_at", "updated_at"])
-    return thread
+        return chat_services.thread_update(thread=thread, metadata=metadata, ttl=ttl)
 
 
 def thread_delete(*, thread: ChatThread) -> None:
@@ -219,17 +210,6 @@ def thread_delete(*, thread: ChatThread) -> None:
         get_checkpointer().delete_thread(thread.id)
         Cron.objects.filter(thread_id=thread.id).delete()
         chat_services.thread_delete(thread=thread)
-
-
-@transaction.atomic
-def thread_copy(*, thread: ChatThread) -> ChatThread:
-    """A new thread of the same owner with the same metadata and a copy of every checkpoint."""
-    copy = ChatThread.objects.create(
-        id=str(uuid.uuid4()), owner_kind=thread.owner_kind, workspace_id=thread.workspace_id,
-        user_id=thread.user_id, title=thread.title, graph_name=thread.graph_name, has_state=thread.has_state,
-        metadata=dict(thread.metadata), ttl=thread.ttl, expires_at=_expiry(thread.ttl))
-    get_checkpointer().copy_thread(thread.id, copy.id)
-    return copy
 
 
 def _graph_metadata(thread: ChatThread) -> dict:
@@ -274,7 +254,7 @@ def thread_expire(*, thread: ChatThread) -> str:
         return "busy"
     with transaction.atomic():
         get_checkpointer().prune([thread.id], strategy="keep_latest")
-        ChatThread.objects.filter(pk=thread.pk).update(expires_at=_expiry(thread.ttl))
+        chat_services.thread_restart_clock(thread=thread)
     return "pruned"
 
 
@@ -336,8 +316,9 @@ def _run_metadata(*, assistant: Assistant, thread: ChatThread, created: bool, da
 def _new_thread(*, caller: Caller, assistant: Assistant, data: dict) -> tuple[ChatThread, bool, bool]:
     """A stateless run's thread, created as `_remember_graph` would leave it (one statement instead of two);
     (the thread, whether it is temporary, True: the run created it)."""
-    thread = ChatThread.objects.create(id=str(uuid.uuid4()), **caller.owner_fields, metadata=_graph_marks(assistant),
-                                       has_state=True, graph_name=assistant.graph_id, **thread_ttl.default_fields())
+    thread = chat_services.thread_create(thread_id=str(uuid.uuid4()), owner=caller.owner_fields,
+                                         metadata=_graph_marks(assistant), ttl=thread_ttl.default_ttl(),
+                                         has_state=True, graph_name=assistant.graph_id)
     return thread, data.get("on_completion", "delete") == "delete", True
 
 
@@ -379,7 +360,7 @@ def run_create(*, caller: Caller, thread_id: str | None, data: dict) -> tuple[Ch
             cancelling, start_seq = [], 0
         else:
             thread, temporary, created = _thread_for(caller=caller, thread_id=thread_id, data=data)
-            ChatThread.objects.select_for_update().filter(pk=thread.pk).first()
+            chat_services.thread_lock(thread=thread)
             cancelling = _make_room(thread=thread, strategy=strategy)
             start_seq = _last_seq(thread)
         checkpoint = dict(data.get("checkpoint") or {})
@@ -425,10 +406,7 @@ def _graph_marks(assistant: Assistant) -> dict:
 
 def _remember_graph(*, thread: ChatThread, assistant: Assistant) -> None:
     """A run adds graph_id and assistant_id to its thread's metadata, as on the Agent Server."""
-    metadata = {**(thread.metadata or {}), **_graph_marks(assistant)}
-    ChatThread.objects.filter(pk=thread.pk).update(metadata=metadata, has_state=True, graph_name=assistant.graph_id,
-                                                   updated_at=timezone.now())
-    thread.metadata = metadata
+    chat_services.thread_mark_graph(thread=thread, marks=_graph_marks(assistant), graph_name=assistant.graph_id)
 
 
 # --- Cancelling and deleting ----------------------------------------------------------------------------------

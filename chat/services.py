@@ -94,6 +94,62 @@ def thread_owned_by(thread: ChatThread, caller: Caller) -> bool:
             and thread.user_id == owner["user_id"])
 
 
+def thread_create(*, thread_id: str, owner: dict, metadata: dict | None = None, ttl: dict | None = None,
+                  **fields: Any) -> ChatThread:
+    """A new thread of `owner` (a Caller's owner_fields), expiring after `ttl` (none: never); `fields` are
+    ChatThread's others (graph_name, has_state, title).
+
+    Raises:
+        IntegrityError: the id exists (anyone's: ids are global).
+    """
+    return ChatThread.objects.create(id=thread_id, **owner, metadata=metadata or {}, ttl=ttl,
+                                     expires_at=thread_ttl.expiry(ttl), **fields)
+
+
+@transaction.atomic
+def thread_copy(*, thread: ChatThread) -> ChatThread:
+    """A new thread of the same owner with the same title, metadata and TTL (its clock restarted) and a copy of every
+    checkpoint."""
+    from chat.checkpointer.saver import get_checkpointer
+
+    copy = thread_create(thread_id=str(uuid.uuid4()), owner=_owner_fields(thread), metadata=dict(thread.metadata),
+                         ttl=thread.ttl, title=thread.title, graph_name=thread.graph_name, has_state=thread.has_state)
+    get_checkpointer().copy_thread(thread.id, copy.id)
+    return copy
+
+
+def _owner_fields(thread: ChatThread) -> dict:
+    return {"owner_kind": thread.owner_kind, "workspace_id": thread.workspace_id, "user_id": thread.user_id}
+
+
+def thread_update(*, thread: ChatThread, metadata: dict | None = None, ttl: dict | None = None) -> ChatThread:
+    """Merge `metadata` into the thread's; a new `ttl` restarts its clock."""
+    if metadata:
+        thread.metadata = {**thread.metadata, **metadata}
+    if ttl is not None:
+        thread.ttl, thread.expires_at = ttl, thread_ttl.expiry(ttl)
+    thread.save(update_fields=["metadata", "ttl", "expires_at", "updated_at"])
+    return thread
+
+
+def thread_restart_clock(*, thread: ChatThread) -> None:
+    """The thread expires one TTL from now (its checkpoints were just pruned to the latest)."""
+    ChatThread.objects.filter(pk=thread.pk).update(expires_at=thread_ttl.expiry(thread.ttl))
+
+
+def thread_mark_graph(*, thread: ChatThread, marks: dict, graph_name: str) -> None:
+    """Merge `marks` into the thread's metadata and remember the graph its runs use (the thread has state now)."""
+    metadata = {**(thread.metadata or {}), **marks}
+    ChatThread.objects.filter(pk=thread.pk).update(metadata=metadata, has_state=True, graph_name=graph_name,
+                                                   updated_at=timezone.now())
+    thread.metadata = metadata
+
+
+def thread_lock(*, thread: ChatThread) -> None:
+    """Hold the thread's row until the transaction ends: runs of one thread are admitted one at a time."""
+    ChatThread.objects.select_for_update().filter(pk=thread.pk).first()
+
+
 def thread_touch(*, thread: ChatThread, messages: Sequence | None = None, graph_name: str | None = None) -> None:
     """Mark that the thread has state now, title it after its first human message, and remember the graph its
     run uses (`graph_name`, when given)."""

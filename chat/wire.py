@@ -13,7 +13,7 @@ The Python stream differs from what the JS examples send (agent-streaming-protoc
 6. Tool-call argument streaming uses `tool-call-delta`, which the 1.x JS client ignores: it becomes `block-delta`
    with the accumulated arguments in a `tool_call_chunk`.
 7. No `event_id` and `seq` restarting per run: `seq` is assigned per thread by the event store
-   (chat/services.py) and `event_id` is `str(seq)`.
+   (chat/services/event_log.py) and `event_id` is `str(seq)`.
 8. Namespaces. `tools` events arrive at the namespace of the graph the tool runs in (the coordinator's `task` calls
    at `[]`, a subagent's tool calls at `["tools:<T>"]`); the JS wire puts each tool execution at its own Pregel task
    namespace (§5.3): `task` calls at `["tools:<T>"]`, where that subagent then runs, and a subagent's tool calls at

@@ -10,12 +10,12 @@ from django.contrib.staticfiles import finders
 from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework.response import Response
 
 from agentserver.api import OkApi
 from agentserver.openapi_document import document_for
 from core.rest_errors import error_response
+from core.views import ApiReferencePage
 
 # Relative URLs: the browser resolves them against the page's own address.
 ASSETS = {
@@ -33,7 +33,7 @@ class OpenApiDocumentApi(OkApi):
         return Response(document_for(mount=mount, forwarded_prefix=request.headers.get("X-Forwarded-Prefix")))
 
 
-class DocsApi(SpectacularSwaggerView):
+class DocsApi(ApiReferencePage):
     # Not in the service's REST schema (core.openapi_generation), like every view of agentserver.urls.
     documented_separately = True
     title = "Agent Server API"

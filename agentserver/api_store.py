@@ -194,8 +194,11 @@ class StoreNamespacesApi(StoreApi):
                    summary="List namespaces with optional match conditions.")
     def post(self, request):
         data = self.parse(self.InputSerializer)
-        namespaces = self.store.list_namespaces(
-            prefix=tuple(data["prefix"]) if data.get("prefix") else None,
-            suffix=tuple(data["suffix"]) if data.get("suffix") else None,
-            max_depth=data.get("max_depth"), limit=data["limit"], offset=data["offset"])
+        try:
+            namespaces = self.store.list_namespaces(
+                prefix=tuple(data["prefix"]) if data.get("prefix") else None,
+                suffix=tuple(data["suffix"]) if data.get("suffix") else None,
+                max_depth=data.get("max_depth"), limit=data["limit"], offset=data["offset"])
+        except InvalidNamespaceError as exc:  # an empty label
+            return api_error_response(400, str(exc))
         return Response({"namespaces": [list(namespace) for namespace in namespaces]})

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 from urllib.parse import parse_qs, unquote_to_bytes
 
-import orjson
 from channels.exceptions import StopConsumer
 from channels.generic.http import AsyncHttpConsumer
 from django.conf import settings
@@ -21,6 +20,7 @@ from chat import db_executor
 from chat.access import Caller, ChatAccessError, authorize
 from chat.services import MAX_THREAD_ID_LENGTH
 from chat.wire import dumps
+from core import json_input
 from core.exceptions import NotFound
 from core.protocol_errors import error_body
 
@@ -216,9 +216,9 @@ def parse_json(body: bytes, *, default=None):
     if not body.strip():
         return default
     try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise BadBody(f"The body is not valid JSON: {exc}") from None
+        return json_input.loads(body)
+    except json_input.JsonRefused as exc:
+        raise BadBody(str(exc)) from None
 
 
 def validated(body: bytes, parse: Callable[[Any], T], *, default: Any = None) -> T:

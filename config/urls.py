@@ -3,9 +3,9 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView
 
-from core.views import favicon, healthz
+from core.views import ApiReferencePage, favicon, healthz
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -14,7 +14,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # The service's REST API. Not /api/docs/: /api/docs (no slash) is the Agent Server API's page (agentserver.urls),
     # where `langgraph dev` has it under the API's mount; the old address redirects.
-    path("api/reference/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("api/reference/", ApiReferencePage.as_view(url_name="schema"), name="swagger-ui"),
     path("api/docs/", RedirectView.as_view(pattern_name="swagger-ui", permanent=True)),
     path("", include("accounts.urls")),
     path("", include("exports.destinations.urls")),

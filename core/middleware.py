@@ -49,12 +49,15 @@ def _declared_body_size(request) -> int | None:
 
 
 class BodyLimitMiddleware:
-    """Answer 413 before any view reads a body larger than its route allows."""
+    """Answer 413 before any view reads a body larger than its route allows; 404 for a path with a NUL, which names
+    nothing that can be stored (core/json_input.py), before any view queries a database with it."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
+        if "\x00" in request.path:
+            return error_response(404, "Not Found")
         size = _declared_body_size(request)
         limit = body_limit_for(request.path)
         if size is not None and size > limit:

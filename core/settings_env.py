@@ -234,7 +234,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["core.throttling.WorkspaceRateThrottle"],
     "DEFAULT_THROTTLE_RATES": THROTTLE_RATES,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["core.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "core.exception_handler.handle_exception",
     "DEFAULT_SCHEMA_CLASS": "core.openapi_generation.ServiceAutoSchema",
     "UNAUTHENTICATED_USER": None,

@@ -10,6 +10,7 @@ from django.http import HttpResponse, JsonResponse
 from django.views.decorators.cache import cache_control
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
+from drf_spectacular.views import SpectacularSwaggerView
 
 from core.rest_errors import error_response
 from core.services import health_probe_write
@@ -62,3 +63,15 @@ def favicon(request):
     """/favicon.ico for every page of the site (browsers ask for it even where no page links it)."""
     with open(finders.find("core/favicon.ico"), "rb") as icon:
         return HttpResponse(icon.read(), content_type="image/x-icon")
+
+
+class ApiReferencePage(SpectacularSwaggerView):
+    """Swagger UI, answering GET and HEAD only: OPTIONS would describe the page through its HTML renderer, which
+    cannot (a 500), so it is the 405 every other method gets."""
+
+    @property
+    def allowed_methods(self) -> list[str]:
+        return ["GET", "HEAD"]
+
+    def options(self, request, *args, **kwargs):
+        return error_response(405, "Method Not Allowed", headers={"Allow": "GET, HEAD"})

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import orjson
 import zstandard
 
+from core import json_input
 from core.exceptions import PayloadTooLarge, RequestValidationError, ServiceError
 from core.rest_errors import validation_item
 from tracing.validation import without_nul
@@ -66,7 +67,8 @@ def decompress(body: bytes, encoding: str, *, limit: int) -> bytes:
 def loads(data: bytes, loc: list):
     try:
         value = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
+        json_input.check(value, nul=False)
+    except (orjson.JSONDecodeError, json_input.JsonRefused) as exc:
         raise RequestValidationError.single(loc, f"Invalid JSON: {exc}", "json_invalid") from None
     # JSON can only carry a NUL as an escape, so a byte search finds every candidate cheaply.
     return without_nul(value) if b"\\u0000" in data else value

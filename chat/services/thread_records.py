@@ -36,8 +36,9 @@ def thread_claim(*, thread_id: str, caller: Caller) -> ChatThread:
     Raises:
         NotFound: the thread belongs to someone else (the same answer as for a missing thread elsewhere).
     """
-    if not thread_id or len(thread_id) > MAX_THREAD_ID_LENGTH:
-        raise thread_not_found(thread_id[:MAX_THREAD_ID_LENGTH])
+    if not thread_id or len(thread_id) > MAX_THREAD_ID_LENGTH or "\x00" in thread_id:
+        # A NUL names nothing that can be stored (core/json_input.py): the same answer on both databases.
+        raise thread_not_found(thread_id[:MAX_THREAD_ID_LENGTH].replace("\x00", "\\u0000"))
     thread = ChatThread.objects.filter(pk=thread_id).first()
     if thread is None:
         try:

@@ -105,6 +105,21 @@ def test_bad_stream_requests_are_400_in_the_protocols_shape(base):
     assert response.status_code == 400
 
 
+def test_a_nul_in_a_message_is_refused_before_any_run_and_the_thread_takes_the_next_one(base):
+    from chat.models import ChatRun
+
+    thread = new_thread()
+    message = {"type": "human", "content": "what is 1+1 \u0000 ok"}
+    response = httpx.post(f"{base}/api/threads/{thread}/commands", json={
+        "id": 1, "method": "run.start", "params": {"assistant_id": "_", "input": {"messages": [message]}}})
+    body = response.json()
+    assert response.status_code == 200 and body["type"] == "error"  # the protocol's envelope, as for any bad body
+    assert body["error"] == "invalid_argument" and "NUL" in body["message"]
+    assert not ChatRun.objects.filter(thread_id=thread).exists()
+    start_run(base, thread, "calculate 1 + 1")
+    assert wait_for_run_end(base, thread)["status"] == "completed"
+
+
 @pytest.mark.parametrize(("payload", "code"), [
     ({"id": 1, "method": "nope.nothing", "params": {}}, "unknown_command"),
     ({"id": 2, "method": "input.inject", "params": {}}, "not_supported"),

@@ -125,32 +125,36 @@ def middleware(*, pages: bool) -> list[str]:
 
 def _databases() -> dict:
     url = env_str("DATABASE_URL")
-    if url:
-        try:
-            config = dj_database_url.parse(url, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))
-        except ValueError as exc:
-            # The message only: the URL may carry a password.
-            refuse_to_start(f"DATABASE_URL is not a database URL ({str(exc).split('.')[0]}).")
-        config.setdefault("OPTIONS", {})
-        if env_str("TEST_DB_SUFFIX"):
-            config["TEST"] = {"NAME": f"test_{config['NAME']}_{env_str('TEST_DB_SUFFIX')}"}
-        return {"default": config}
-    sqlite_path = Path(env_str("SQLITE_PATH", str(DATA_DIR / "db.sqlite3")))
+    if not url:
+        return {"default": _sqlite_database(Path(env_str("SQLITE_PATH", str(DATA_DIR / "db.sqlite3"))))}
+    try:
+        config = dj_database_url.parse(url, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))
+    except ValueError as exc:
+        # The message only: the URL may carry a password.
+        refuse_to_start(f"DATABASE_URL is not a database URL ({str(exc).split('.')[0]}).")
+    if config["ENGINE"] == "django.db.backends.sqlite3" and config["NAME"] not in ("", ":memory:"):
+        # A sqlite:/// URL names the file SQLITE_PATH would: it gets the same settings.
+        return {"default": {**_sqlite_database(Path(config["NAME"])), "CONN_MAX_AGE": config["CONN_MAX_AGE"]}}
+    config.setdefault("OPTIONS", {})
+    if env_str("TEST_DB_SUFFIX"):
+        config["TEST"] = {"NAME": f"test_{config['NAME']}_{env_str('TEST_DB_SUFFIX')}"}
+    return {"default": config}
+
+
+def _sqlite_database(sqlite_path: Path) -> dict:
     return {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": sqlite_path,
-            "OPTIONS": {
-                # A server, workers and test processes share one file: WAL lets readers run
-                # beside a writer, IMMEDIATE takes the write lock up front so that two writers
-                # queue on the busy timeout instead of failing with "database is locked".
-                "timeout": 30,
-                "transaction_mode": "IMMEDIATE",
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            },
-            # Tests that start real processes need a file they can all open.
-            "TEST": {"NAME": str(sqlite_path.with_name(f"test_{env_str('TEST_DB_SUFFIX')}{sqlite_path.name}"))},
-        }
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": sqlite_path,
+        "OPTIONS": {
+            # A server, workers and test processes share one file: WAL lets readers run
+            # beside a writer, IMMEDIATE takes the write lock up front so that two writers
+            # queue on the busy timeout instead of failing with "database is locked".
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
+        # Tests that start real processes need a file they can all open.
+        "TEST": {"NAME": str(sqlite_path.with_name(f"test_{env_str('TEST_DB_SUFFIX')}{sqlite_path.name}"))},
     }
 
 

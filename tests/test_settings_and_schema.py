@@ -67,6 +67,19 @@ def test_an_empty_variable_takes_its_default(tmp_path):
 
 
 @pytest.mark.no_postgres_pass
+def test_a_sqlite_database_url_gets_the_settings_sqlite_path_gets(tmp_path):
+    code = ("from django.db import connection as c; c.ensure_connection(); "
+            "print(c.settings_dict['NAME'], c.settings_dict['OPTIONS']['timeout'], "
+            "c.settings_dict['OPTIONS']['transaction_mode'], c.cursor().execute('PRAGMA journal_mode').fetchone()[0])")
+    base = {"DATA_DIR": str(tmp_path), "SECRET_KEY": "x" * 60, "FIELD_ENCRYPTION_KEY": FERNET_KEY}
+    by_url = run_manage("shell", "-c", code, env={**base, "DATABASE_URL": f"sqlite:///{tmp_path}/by-url.sqlite3"})
+    by_path = run_manage("shell", "-c", code, env={**base, "DATABASE_URL": "", "SQLITE_PATH": str(tmp_path / "p.db")})
+    printed_by_url, printed_by_path = (run.stdout.splitlines()[-1].split() for run in (by_url, by_path))
+    assert printed_by_url == [f"{tmp_path}/by-url.sqlite3", "30", "IMMEDIATE", "wal"], by_url.stderr
+    assert printed_by_path[1:] == printed_by_url[1:], by_path.stderr
+
+
+@pytest.mark.no_postgres_pass
 def test_in_development_an_encryption_key_is_generated_once_into_the_data_folder(tmp_path):
     first = run_manage("check", env={"FIELD_ENCRYPTION_KEY": "", "DATA_DIR": str(tmp_path)})
     second = run_manage("check", env={"FIELD_ENCRYPTION_KEY": "", "DATA_DIR": str(tmp_path)})

@@ -41,13 +41,20 @@ class ApiKeyPrincipal:
                 if workspace.id == self._tenant_id:
                     return workspace
             raise DrfPermissionDenied("This API key may not use the workspace named in X-Tenant-Id.")
+        home = self._home()
+        if home is None:
+            raise DrfPermissionDenied(AMBIGUOUS_WORKSPACE)
+        return home
+
+    def _home(self) -> Workspace | None:
+        """Where a call without X-Tenant-Id goes: the key's only workspace, or the one it was created with."""
         if len(self._workspaces) == 1:
             return self._workspaces[0]
-        raise DrfPermissionDenied(AMBIGUOUS_WORKSPACE)
+        return next((w for w in self._workspaces if w.id == self.api_key.home_workspace_id), None)
 
     @property
     def throttle_ident(self) -> str:
-        if self._tenant_id is not None or len(self._workspaces) == 1:
+        if self._tenant_id is not None or self._home() is not None:
             return workspace_ident(self.workspace.id)
         return f"key:{self.api_key.id}"
 

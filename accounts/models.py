@@ -29,6 +29,9 @@ class ApiKey(BaseModel):
     prefix = models.CharField(max_length=32, unique=True, editable=False)
     hashed_key = models.CharField(max_length=128, editable=False)
     workspaces = models.ManyToManyField(Workspace, related_name="api_keys")
+    # Where a call without X-Tenant-Id goes: the key's only workspace when it was created. A workspace the key creates
+    # later (POST /api/v1/workspaces) is added to `workspaces` and changes nothing here.
+    home_workspace = models.ForeignKey(Workspace, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     permissions = models.JSONField(default=list)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)

@@ -48,7 +48,8 @@ def api_key_create(*, workspaces: list[Workspace], permissions: list[str] | None
     prefix = secrets.token_hex(6)
     raw_key = f"{KEY_PREFIX}_{prefix}_{secrets.token_urlsafe(32)}"
     api_key = ApiKey.objects.create(
-        name=name, prefix=prefix, hashed_key=hash_key(raw_key), permissions=permissions, expires_at=expires_at
+        name=name, prefix=prefix, hashed_key=hash_key(raw_key), permissions=permissions, expires_at=expires_at,
+        home_workspace=workspaces[0] if len(workspaces) == 1 else None,
     )
     api_key.workspaces.set(workspaces)
     return api_key, raw_key

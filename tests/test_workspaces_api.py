@@ -28,3 +28,17 @@ def test_a_name_already_taken_is_409_and_grants_the_key_nothing(api_client, othe
 
 def test_the_current_workspace_is_the_one_the_tenant_header_names(api_client, workspace):
     assert api_client.get("/api/v1/workspaces/current").json()["id"] == str(workspace.id)
+
+
+def test_creating_a_workspace_leaves_where_the_keys_calls_without_a_tenant_go(make_client, workspace):
+    client = make_client(workspace, tenant=False)
+    created = client.post("/api/v1/workspaces", {"name": "team c"}, format="json").json()
+    assert client.get("/api/v1/workspaces/current").json()["id"] == str(workspace.id)
+    assert client.get("/api/v1/bulk-exports/destinations").status_code == 200
+    client.credentials(HTTP_X_API_KEY=client.raw_key, HTTP_X_TENANT_ID=created["id"])
+    assert client.get("/api/v1/workspaces/current").json()["id"] == created["id"]
+
+
+def test_a_key_made_for_several_workspaces_still_names_one_on_every_call(make_client, workspace, other_workspace):
+    client = make_client(workspace, tenant=False, workspaces=[workspace, other_workspace])
+    assert client.get("/api/v1/workspaces/current").status_code == 403

@@ -44,7 +44,10 @@ def _abandon(run, on_disconnect: str | None):
         return None
 
     async def cancel() -> None:
-        await run_stop(run=run, wait=False)
+        # A run nobody claimed yet (a delayed one, or one queued behind another) ends at once; a running one is
+        # asked to stop, here at once if it runs here.
+        if not await db_executor.run(services.run_cancel, run=run, rollback=False):
+            await run_stop(run=run, wait=False)
 
     return cancel
 

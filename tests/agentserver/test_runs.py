@@ -4,6 +4,7 @@ stream (every stream mode), join, cancel, the multitask strategies and stateless
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import httpx
@@ -163,6 +164,22 @@ def test_a_pending_run_cancelled_is_interrupted_and_a_rolled_back_one_is_gone(sd
     with pytest.raises(httpx.HTTPStatusError) as gone:
         sdk(client.runs.get(thread["thread_id"], other["run_id"]))
     assert gone.value.response.status_code == 404
+
+
+def test_a_delayed_run_whose_streaming_client_leaves_with_on_disconnect_cancel_ends_at_once(sdk, server, key):
+    thread = sdk(sdk.client.threads.create())
+    body = {"assistant_id": "agent", "input": {"steps": []}, "after_seconds": 60, "on_disconnect": "cancel"}
+    with httpx.stream("POST", f"{server.url}/api/threads/{thread['thread_id']}/runs/stream", json=body,
+                      headers={"X-Api-Key": key}, timeout=30) as response:
+        assert response.status_code == 200
+        next(response.iter_lines())  # the run exists: its metadata frame is on its way
+    run = ChatRun.objects.get(thread_id=thread["thread_id"])
+    for _ in range(100):
+        run.refresh_from_db()
+        if run.status != ChatRun.Status.PENDING:
+            break
+        time.sleep(0.05)
+    assert run.status == ChatRun.Status.INTERRUPTED
 
 
 def test_a_run_started_through_the_agent_server_is_seen_by_protocol_subscribers(sdk, server, key):

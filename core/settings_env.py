@@ -165,11 +165,16 @@ REDIS_URL = env_str("REDIS_URL")
 # Keeps several deployments (or the test suite's parallel processes, which pytest-xdist names in
 # PYTEST_XDIST_WORKER) apart on one Redis database: cache keys and channel-layer names get this prefix.
 REDIS_KEY_PREFIX = env_str("REDIS_KEY_PREFIX", env_str("PYTEST_XDIST_WORKER"))
+# A receive waits on the server up to channels_redis's 5 s (BZPOPMIN); redis-py 8's default socket timeout is 5 s too,
+# so without a longer one every idle receive failed with "Timeout reading" and cross-process wake-ups fell back to
+# polling meanwhile.
+CHANNEL_LAYER_SOCKET_TIMEOUT = 15
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": env_int("CHANNEL_LAYER_CAPACITY", 100),
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT}],
+                       "capacity": env_int("CHANNEL_LAYER_CAPACITY", 100),
                        "prefix": f"asgi{REDIS_KEY_PREFIX}"},
         }
     }

@@ -167,8 +167,11 @@ REDIS_URL = env_str("REDIS_URL")
 REDIS_KEY_PREFIX = env_str("REDIS_KEY_PREFIX", env_str("PYTEST_XDIST_WORKER"))
 # A receive waits on the server up to channels_redis's 5 s (BZPOPMIN); redis-py 8's default socket timeout is 5 s too,
 # so without a longer one every idle receive failed with "Timeout reading" and cross-process wake-ups fell back to
-# polling meanwhile.
-CHANNEL_LAYER_SOCKET_TIMEOUT = 15
+# polling meanwhile. Not much longer: a send to a hung Redis waits this long.
+CHANNEL_LAYER_SOCKET_TIMEOUT = 7
+# The cache is on the request path (throttles): a hung Redis costs a request this long at most, and then nothing
+# while the throttles' circuit is open (core/throttling.py).
+CACHE_SOCKET_TIMEOUT = env_float("CACHE_SOCKET_TIMEOUT", 0.5)
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
@@ -179,7 +182,9 @@ if REDIS_URL:
         }
     }
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
-                          "KEY_PREFIX": REDIS_KEY_PREFIX}}
+                          "KEY_PREFIX": REDIS_KEY_PREFIX,
+                          "OPTIONS": {"socket_timeout": CACHE_SOCKET_TIMEOUT,
+                                      "socket_connect_timeout": CACHE_SOCKET_TIMEOUT}}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer",
                                   "CONFIG": {"capacity": env_int("CHANNEL_LAYER_CAPACITY", 100)}}}

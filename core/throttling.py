@@ -6,7 +6,9 @@ key or address); a service that counts only some requests (destination validatio
 the API or the admin asks for them) calls it itself, with `workspace_ident` so that both count in the same place.
 
 A throttle that cannot reach its cache lets the request through and logs it: the database cache writes on every
-request, so a full disk (or a Redis outage) would otherwise turn every request, reads included, into a 500.
+request, so a full disk (or a Redis outage) would otherwise turn every request, reads included, into a 500. It then
+leaves the cache alone for CIRCUIT_OPEN_SECONDS (the circuit is open, and /healthz says so), so that a hung Redis
+costs one request its socket timeout (CACHE_SOCKET_TIMEOUT), not every request.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ log = logging.getLogger("core.throttling")
 # One log line per this many seconds while the cache keeps failing, not one per request.
 FAILURE_LOG_INTERVAL_SECONDS = 60.0
 _last_failure_logged = [float("-inf")]
+CIRCUIT_OPEN_SECONDS = 10.0
+_circuit_open_until = [float("-inf")]
 _PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -40,11 +44,19 @@ def throttle_hit(*, scope: str, ident: str) -> float | None:
     if not rate:
         return None
     limit, duration = _parse_rate(rate)
+    if cache_circuit_open():
+        return None
     try:
         return _hit(f"throttle:{scope}:{ident}", limit, duration)
     except Exception as exc:  # noqa: BLE001 - any cache failure: let the request through, and say so
+        _circuit_open_until[0] = time.monotonic() + CIRCUIT_OPEN_SECONDS
         _log_failure(scope, exc)
         return None
+
+
+def cache_circuit_open() -> bool:
+    """Whether the throttles leave their cache alone for now, after it failed."""
+    return time.monotonic() < _circuit_open_until[0]
 
 
 def _parse_rate(rate: str) -> tuple[int, int]:

@@ -14,6 +14,7 @@ from drf_spectacular.views import SpectacularSwaggerView
 
 from core.rest_errors import error_response
 from core.services import health_probe_write
+from core.throttling import cache_circuit_open
 
 log = logging.getLogger("core.health")
 
@@ -50,7 +51,9 @@ def healthz(request):
         reason = _first_line(exc)
         log.error("health check: the database refuses writes: %s", reason)
         return JsonResponse({"status": "unavailable", "database": "not writable", "reason": reason}, status=503)
-    return JsonResponse({"status": "ok", "database": "ok"})
+    # The cache failing only switches rate limiting off (core/throttling.py): said here, still healthy.
+    return JsonResponse({"status": "ok", "database": "ok",
+                         "cache": "unavailable, rate limiting off" if cache_circuit_open() else "ok"})
 
 
 def _first_line(exc: Exception) -> str:

@@ -159,7 +159,7 @@ def trace_run() -> dict:
 def test_a_full_disk_keeps_reads_working_and_loses_nothing_silently(full_disk_server):
     server, disk, auth = full_disk_server
     base = server.url
-    assert httpx.get(f"{base}/healthz").json() == {"status": "ok", "database": "ok"}
+    assert httpx.get(f"{base}/healthz").json() == {"status": "ok", "database": "ok", "cache": "ok"}
     thread = str(uuid.uuid4())
     started = command(base, thread, "run.start", {"assistant_id": "events", "input": {"n": 100_000, "delay_s": 0.02}})
     run_id = started.json()["result"]["run_id"]

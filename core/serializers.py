@@ -7,7 +7,7 @@ import copy
 from rest_framework import serializers
 
 from core.exceptions import RequestValidationError
-from core.rest_errors import flatten_errors
+from core.rest_errors import flatten_errors, validation_item
 
 
 def validated(serializer_class, data) -> dict:
@@ -21,9 +21,34 @@ def validated(serializer_class, data) -> dict:
 def validated_query(serializer_class, params) -> dict:
     """Query parameters validated by `serializer_class`; errors are a 422 located at ["query", name]."""
     serializer = serializer_class(data=params)
+    _refuse_empty_numbers(serializer, params)
     if not serializer.is_valid():
         raise RequestValidationError(flatten_errors(serializer.errors, ["query"]))
     return serializer.validated_data
+
+
+# Query parameters whose empty value (`?limit=`) is no value of their type. DRF reads a query string as a form, where
+# an empty optional field takes its default; FastAPI (the APIs we answer for) refuses it with pydantic's 422.
+_EMPTY_REFUSED = (
+    (serializers.BooleanField, "Input should be a valid boolean, unable to interpret input", "bool_parsing"),
+    (serializers.IntegerField, "Input should be a valid integer, unable to parse string as an integer",
+     "int_parsing"),
+    ((serializers.FloatField, serializers.DecimalField),
+     "Input should be a valid number, unable to parse string as a number", "float_parsing"),
+)
+
+
+def _refuse_empty_numbers(serializer, params) -> None:
+    errors = []
+    for name, field in serializer.fields.items():
+        if name not in params or params.get(name) != "":
+            continue
+        for kind, message, type_ in _EMPTY_REFUSED:
+            if isinstance(field, kind):
+                errors.append(validation_item(["query", name], message, type_))
+                break
+    if errors:
+        raise RequestValidationError(errors)
 
 
 # The words a query parameter may spell a boolean with: pydantic's, which FastAPI (LangSmith's server) applies.

@@ -38,3 +38,20 @@ def refused_without_credentials(ctx, response, case):
         raise AssertionError(f"{case.method} {case.path} is declared secured but answered "
                              f"{response.status_code} without credentials")
     return None
+
+
+def _holds_nul(value) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
+
+
+@schemathesis.hook
+def filter_body(ctx, body) -> bool:
+    """No NUL anywhere in a JSON body: the service refuses it everywhere (core/json_input.py, docs/reliability.md),
+    which JSON Schema cannot say of free-form values (metadata, config) or of the keys an open object admits."""
+    return not _holds_nul(body)

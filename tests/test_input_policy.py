@@ -85,3 +85,13 @@ def test_an_empty_namespace_label_is_a_400_and_the_doc_pages_answer_options_with
         response = client.options(page)
         assert response.status_code == 405 and response.json() == {"detail": "Method Not Allowed"}
         assert response["Allow"] == "GET, HEAD"
+
+
+def test_an_empty_number_in_the_query_is_a_422_as_fastapi_answers_not_the_default(make_client, workspace):
+    client = make_client(workspace)
+    response = client.get("/api/v1/sessions?limit=&offset=0")
+    assert response.status_code == 422
+    assert response.json()["detail"] == [{"loc": ["query", "limit"], "type": "int_parsing",
+                                          "msg": "Input should be a valid integer, unable to parse string as an "
+                                                 "integer"}]
+    assert client.get("/api/v1/sessions?limit=5").status_code == 200

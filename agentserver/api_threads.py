@@ -48,7 +48,7 @@ def thread_out(thread, view: dict | None = None) -> dict:
     out = {**ThreadOutputSerializer(thread).data, "status": view["status"], "config": config,
            "values": view["values"]}
     if view["has_state"]:
-        out.update(error=None, interrupts=view["interrupts"])
+        out.update(error=view["error"], interrupts=view["interrupts"])
     return out
 
 

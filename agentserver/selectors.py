@@ -140,8 +140,8 @@ def thread_view(thread: ChatThread) -> dict[str, Any]:
     (read the other way round, a run ending between the two reads showed "idle" with a step's partial values).
     """
     busy = ChatRun.objects.filter(thread=thread, status__in=(ChatRun.Status.RUNNING, ChatRun.Status.PENDING)).exists()
-    runs = list(ChatRun.objects.filter(thread=thread).exclude(status=ChatRun.Status.PENDING)
-                .order_by("-created_at").values_list("status", flat=True)[:1])
+    latest = (ChatRun.objects.filter(thread=thread).exclude(status=ChatRun.Status.PENDING)
+              .order_by("-created_at").first())
     snapshot = snapshot_get(thread_graph(thread), thread.id)
     interrupts: dict[str, list] = {}
     if snapshot is not None:
@@ -150,14 +150,16 @@ def thread_view(thread: ChatThread) -> dict[str, Any]:
                 interrupts[task.id] = [{"value": i.value, "id": getattr(i, "id", None)} for i in task.interrupts]
     if busy:
         status = "busy"
-    elif runs and runs[0] == ChatRun.Status.FAILED:
+    elif latest is not None and latest.status == ChatRun.Status.FAILED:
         status = "error"
     elif snapshot is not None and (interrupts or snapshot.next):
         status = "interrupted"
     else:
         status = "idle"
+    # An errored thread shows its last run's error, as the run's `__error__` ({"error": type, "message": …}).
+    error = run_result(run=latest)["__error__"] if status == "error" and latest is not None else None
     return {"status": status, "values": snapshot.values if snapshot is not None else None,
-            "interrupts": interrupts, "has_state": snapshot is not None}
+            "interrupts": interrupts, "error": error, "has_state": snapshot is not None}
 
 
 def thread_search(*, caller: Caller, metadata: dict | None = None, values: dict | None = None,

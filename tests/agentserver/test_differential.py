@@ -19,6 +19,7 @@ pytestmark = [pytest.mark.live, pytest.mark.no_postgres_pass]
 THREAD, OTHER, ASSISTANT = ("7d1f7c2e-0000-4000-8000-000000000001", "7d1f7c2e-0000-4000-8000-000000000002",
                             "7d1f7c2e-0000-4000-8000-000000000003")
 NESTED = "0813419b-f0e6-579e-bdee-18d9fdf48632"  # uuid5 of "nested": the same on both servers
+FAILED = "7d1f7c2e-0000-4000-8000-000000000004"  # a thread whose run raised
 
 SCENARIO = [
     ("POST", "/assistants/search", {"sort_by": "graph_id", "sort_order": "asc"}),
@@ -64,6 +65,10 @@ SCENARIO = [
     ("DELETE", f"/threads/{THREAD}", None),
     ("GET", f"/threads/{THREAD}", None),
     ("GET", f"/threads/{THREAD}/state", None),
+    # A run whose node raises (the slow graph sleeps for "x" seconds): the thread shows its error.
+    ("POST", "/threads", {"thread_id": FAILED}),
+    ("POST", f"/threads/{FAILED}/runs/wait", {"assistant_id": "slow", "input": {"delay": "x"}}),
+    ("GET", f"/threads/{FAILED}", None),
 ]
 
 # Items under a root of their own, so that listing namespaces sees only them: a put, an update, another put, gets,

@@ -58,6 +58,8 @@ class IngestOutputSerializer(serializers.Serializer):
     post = serializers.IntegerField(help_text="Posts received (new runs, or data for runs already stored).")
     patch = serializers.IntegerField(help_text="Patches received.")
     ignored_parts = serializers.IntegerField(help_text="Multipart parts not stored (attachments, feedback).")
+    not_stored = serializers.ListField(child=serializers.UUIDField(), help_text=(
+        "Runs not stored (nor counted above): their ids belong to another workspace."))
 
     class Meta:
         ref_name = "TracingIngestResult"
@@ -128,8 +130,8 @@ class _IngestApi(APIView):
             raise database_unavailable(exc, "Nothing of this batch was stored") from exc
         stopwatch.record(route=request.path, encoding=request.headers.get("Content-Encoding", "identity"),
                          runs=len(ops), bytes=len(body))
-        return Response({"post": result.posts, "patch": result.patches, "ignored_parts": batch.ignored_parts},
-                        status=202)
+        return Response({"post": result.posts, "patch": result.patches, "ignored_parts": batch.ignored_parts,
+                         "not_stored": [str(run_id) for run_id in result.not_stored]}, status=202)
 
 
 def _single_run(data: bytes) -> ingest_bodies.RawBatch:

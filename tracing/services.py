@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 
@@ -51,6 +51,8 @@ class IngestResult:
     patches: int = 0
     created: int = 0
     updated: int = 0
+    # Runs not stored: their ids belong to another workspace.
+    not_stored: list[uuid.UUID] = field(default_factory=list)
 
 
 def project_get_or_create(*, workspace: Workspace, name: str) -> TracingProject:
@@ -67,10 +69,9 @@ def runs_ingest(*, workspace: Workspace, ops: list[RunOp], default_project: str 
     An unknown session_id, or a run that cannot be placed in its tree, is a 422 for the whole batch.
 
     Run ids are global (the primary key), so a run id another workspace already holds cannot be
-    stored here. Answering anything a missing run would not get would confirm that the id exists
-    elsewhere, so such a run is treated exactly like a missing one (validated, placed, answered the
-    same) and then not written, as LangSmith's queued ingestion drops a conflicting run after its 202.
-    Only a client that reuses a foreign id, which random run ids never do, sees its run vanish.
+    stored here. Such a run is validated and placed like any other, then not written: the counts leave
+    out its posts and patches and `not_stored` names it. That tells the caller the id is taken, which
+    is all it tells (docs/tracing.md); only a client that reuses an id it was given meets it.
     """
     stopwatch = stopwatch or Stopwatch()
     result = IngestResult(posts=sum(op.kind == "post" for op in ops), patches=sum(op.kind == "patch" for op in ops))
@@ -80,7 +81,10 @@ def runs_ingest(*, workspace: Workspace, ops: list[RunOp], default_project: str 
         for attempt in range(3):
             try:
                 with transaction.atomic():
-                    result.created, result.updated = _apply_ops(workspace, ops, default_project)
+                    result.created, result.updated, dropped = _apply_ops(workspace, ops, default_project)
+                result.not_stored = sorted(dropped, key=str)
+                result.posts -= sum(op.kind == "post" for op in ops if op.id in dropped)
+                result.patches -= sum(op.kind == "patch" for op in ops if op.id in dropped)
                 return result
             except IntegrityError:
                 # A concurrent request stored one of these runs first: the retry merges into it.
@@ -105,7 +109,7 @@ def _write_lock(stopwatch: Stopwatch) -> Iterator[None]:
         _SQLITE_WRITES.release()
 
 
-def _apply_ops(workspace: Workspace, ops: list[RunOp], default_project: str) -> tuple[int, int]:
+def _apply_ops(workspace: Workspace, ops: list[RunOp], default_project: str) -> tuple[int, int, set[uuid.UUID]]:
     errors: list[dict] = []
     # A run's post applies before its patches even when a client sent them the other way round.
     ops = sorted(ops, key=lambda op: op.kind != "post")
@@ -132,13 +136,14 @@ def _apply_ops(workspace: Workspace, ops: list[RunOp], default_project: str) -> 
     now = timezone.now()
     for run in changed.values():
         run.updated_at = now
-    if dropped := foreign & created.keys():
+    dropped = foreign & created.keys()
+    if dropped:
         log.warning("ingestion: dropped %d run(s) whose ids belong to another workspace (workspace %s)",
                     len(dropped), workspace.id)
     run_inserts.runs_insert([vars(run) for run_id, run in created.items() if run_id not in dropped])
     if changed:
         Run.objects.bulk_update(changed.values(), _UPDATE_FIELDS)
-    return len(created) - len(dropped), len(changed)
+    return len(created) - len(dropped), len(changed), dropped
 
 
 def _projects_for(workspace: Workspace, ops: list[RunOp], default_project: str, errors: list) -> dict:

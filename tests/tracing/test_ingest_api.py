@@ -43,7 +43,7 @@ def test_multipart_stores_a_tree_and_merges_the_patch_into_its_post(api_client, 
     response = post_multipart(api_client, [("post", root), ("post", child), ("patch", child_patch)],
                               compress=compress, prefix=prefix)
     assert response.status_code == 202, response.content
-    assert response.json() == {"post": 2, "patch": 1, "ignored_parts": 0}
+    assert response.json() == {"post": 2, "patch": 1, "ignored_parts": 0, "not_stored": []}
     stored = Run.objects.get(id=child["id"])
     assert stored.workspace == workspace and stored.session.name == "proj"
     assert str(stored.trace_id) == root["id"] and str(stored.parent_run_id) == root["id"]

@@ -1,6 +1,6 @@
 """Hostile field values on every ingestion route: each is a 422 naming the run and the field, never a 500.
 
-Also: a run id another workspace holds is answered exactly like a missing run (issue 13).
+Also: a run whose id another workspace holds is not stored, and the answer says so instead of counting it.
 """
 
 from __future__ import annotations
@@ -114,8 +114,8 @@ def test_a_run_in_year_one_gets_a_well_formed_dotted_order_and_its_child_is_plac
 
 
 @pytest.mark.parametrize("route", ["post", "batch", "multipart", "patch"])
-def test_a_run_id_of_another_workspace_is_answered_like_a_missing_run(api_client, outsider_client, other_workspace,
-                                                                      workspace, route):
+def test_a_run_id_of_another_workspace_is_not_stored_not_counted_and_named(api_client, outsider_client,
+                                                                          other_workspace, workspace, route):
     theirs = run_body(session_name="theirs")
     assert send(outsider_client, "post", theirs)[0].status_code == 202
     missing = run_body(session_name="mine")
@@ -123,7 +123,10 @@ def test_a_run_id_of_another_workspace_is_answered_like_a_missing_run(api_client
     foreign_response, _ = send(api_client, route, foreign)
     missing_response, _ = send(api_client, route, missing)
     assert foreign_response.status_code == missing_response.status_code == 202
-    assert foreign_response.json() == missing_response.json()
+    kind = "patch" if route == "patch" else "post"
+    counted = missing_response.json()[kind]
+    assert foreign_response.json()[kind] == counted - 1 and foreign_response.json()["not_stored"] == [theirs["id"]]
+    assert missing_response.json()["not_stored"] == []
     stored = Run.objects.get(id=theirs["id"])
     assert stored.workspace == other_workspace and stored.session.name == "theirs" and stored.inputs == theirs["inputs"]
     assert api_client.get(f"/runs/{theirs['id']}").status_code == 404

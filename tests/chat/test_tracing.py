@@ -16,11 +16,13 @@ chat_server = live_chat_server(CHAT_WORKSPACE="chat-traces", CHAT_TRACING_PROJEC
 
 
 def trace_of(run_id: str, *, expected: int, timeout: float = 120) -> list[Run]:
-    """The stored runs of one trace, waiting for the server's background writer to deliver them."""
+    """The stored runs of one trace, waiting for the server's background writer to deliver them: at least
+    `expected`, every one ended, the root among them (the writer's batches may bring it last; seen once in CI)."""
     deadline = time.monotonic() + timeout
     while True:
         runs = list(Run.objects.filter(trace_id=run_id).select_related("session", "workspace"))
-        if len(runs) >= expected and all(r.end_time for r in runs) or time.monotonic() > deadline:
+        complete = len(runs) >= expected and all(r.end_time for r in runs) and any(str(r.id) == run_id for r in runs)
+        if complete or time.monotonic() > deadline:
             return runs
         time.sleep(0.2)
 

@@ -130,8 +130,8 @@ def _populate(site: Path) -> None:
 def fingerprint() -> str:
     """Names the runtime: its packages' versions and locations, and the interpreter."""
     digest = hashlib.sha256(sys.version.encode())
-    for name, version in runtime_pins().items():
-        digest.update(f"{name}=={version}@{_records()[name][0]}\n".encode())
+    for name, dist in runtime_distributions().items():
+        digest.update(f"{name}=={dist.version}@{_site_of(dist)}\n".encode())
     return digest.hexdigest()[:16]
 
 

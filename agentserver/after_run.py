@@ -1,4 +1,5 @@
-"""What happens after an Agent Server chat run ended (after-run hooks of its kind, chat/runs/kinds.py, registered in
+"""What happens after an Agent Server chat run ended (after-run hooks of its kind, agentruntime/runs/kinds.py,
+registered in
 apps.py): the run's webhook is called, and a stateless run's temporary thread is removed (by the request waiting for
 the run, or else by the hook a few seconds later)."""
 
@@ -12,14 +13,14 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from agentruntime import db_executor
+from agentruntime import services as chat_services
+from agentruntime.events import statements as event_sql
+from agentruntime.events.records import dumps
+from agentruntime.models import ChatRun, ChatThread
+from agentruntime.served_graphs import get_checkpointer
 from agentserver import selectors
 from agentserver.serializers import RunOutputSerializer
-from chat import db_executor
-from chat import services as chat_services
-from chat.events import statements as event_sql
-from chat.graph_runtime import get_checkpointer
-from chat.models import ChatRun, ChatThread
-from chat.wire import dumps
 from core import egress
 from core.protocol_errors import error_body
 

@@ -11,6 +11,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agentruntime.served_graphs import get_served_graph
 from agentserver import graphs, selectors, services
 from agentserver.http import (
     AgentServerApi,
@@ -22,7 +23,6 @@ from agentserver.http import (
     search_fields,
     selected,
 )
-from chat.graph_runtime import get_served_graph
 from core.exceptions import RequestValidationError
 
 # The version of LangChain's Agent Server whose API this one follows (its /info answers the same).

@@ -14,15 +14,15 @@ from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from agentruntime import db_executor
+from agentruntime.events.records import dumps
+from agentruntime.events.subscriptions import cursor_from_last_event_id
+from agentruntime.models import ChatRun
+from agentruntime.runs.control import run_stop
+from agentruntime.runs.kinds import policy
 from agentserver import after_run, selectors, services, streams
 from agentserver.http import AgentServerApi, query_flag
 from agentserver.serializers import RunCreateSerializer, RunOutputSerializer
-from chat import db_executor
-from chat.models import ChatRun
-from chat.runs.control import run_stop
-from chat.runs.kinds import policy
-from chat.subscriptions import cursor_from_last_event_id
-from chat.wire import dumps
 from core.exceptions import RequestValidationError
 
 

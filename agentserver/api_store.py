@@ -1,10 +1,11 @@
 """The Agent Server API's store operations, one view per operation, on the caller's own store
-(chat/store/django_store.py).
+(agentruntime/store/django_store.py).
 
 Each owner (API key's workspace, user, anonymous) has a store of its own, the one its runs' graphs get; a serving
 process has its own database, so a deployment's store is its own too. Items, search results and namespaces have the
 shapes `langgraph dev` answers with. The store has the semantic index and TTLs the served langgraph.json's `store`
-configures (chat/store/config.py): a put's `index` and `ttl`, a read's `refresh_ttl` and a search's `query` act as in
+configures (agentruntime/store/config.py): a put's `index` and `ttl`, a read's `refresh_ttl` and a search's `query` act
+as in
 the Agent Server; without an index, `query` is ignored and `score` is null.
 """
 
@@ -17,9 +18,9 @@ from langgraph.store.base import InvalidNamespaceError, Item
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from agentruntime.store.config import store_for
+from agentruntime.store.django_store import AddressTooLong, DjangoStore
 from agentserver.http import AgentServerApi, query_flag
-from chat.store.config import store_for
-from chat.store.django_store import AddressTooLong, DjangoStore
 from core.exceptions import RequestValidationError
 from core.rest_errors import api_error_response
 

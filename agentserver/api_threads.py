@@ -9,10 +9,10 @@ from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from agentruntime import services as chat_services
 from agentserver import selectors, services
 from agentserver.http import AgentServerApi, paginated, query_flag, search_fields, selected
 from agentserver.state import state_get, state_history
-from chat import services as chat_services
 
 THREAD_FIELDS = ["thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "config", "status",
                  "values", "interrupts", "error"]
@@ -35,7 +35,7 @@ class ThreadOutputSerializer(serializers.Serializer):
     thread_id = serializers.CharField(source="id")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
-    # State changes touch updated_at (chat.services.thread_touch); metadata edits do too.
+    # State changes touch updated_at (agentruntime.services.thread_touch); metadata edits do too.
     state_updated_at = serializers.DateTimeField(source="updated_at")
     metadata = serializers.DictField()
 
@@ -123,7 +123,7 @@ class ThreadUpdateApi(AgentServerApi):
 
         metadata = serializers.DictField(required=False, allow_null=True)
         ttl = TtlSerializer(required=False, allow_null=True)
-        # Ours, not the Agent Server's: the chat page renames a thread (chat.services.thread_rename checks it).
+        # Ours, not the Agent Server's: the chat page renames a thread (agentruntime.services.thread_rename checks it).
         title = serializers.JSONField(required=False)
 
     @extend_schema(request=InputSerializer, responses=OpenApiTypes.OBJECT,

@@ -7,8 +7,6 @@ class AgentServerConfig(AppConfig):
     verbose_name = "Agent Server API"
 
     def ready(self) -> None:
-        from chat.models import ChatRun
-        from chat.runs.kinds import after_run
+        from agentserver.run_kind import register_agent_server_runs
 
-        after_run(ChatRun.Kind.AGENT_SERVER, "agentserver.after_run.call_webhook")
-        after_run(ChatRun.Kind.AGENT_SERVER, "agentserver.after_run.remove_temporary_thread")
+        register_agent_server_runs()

@@ -3,7 +3,7 @@ can call it with an API key, as `langgraph dev` lets any origin do.
 
 Off unless AGENT_SERVER_CORS_ALLOW_ORIGINS lists origins ("*" for any). Only the Agent Server views answer with
 CORS headers; credentials are never allowed, so cookies (the chat page's session) stay same-site and a
-cookie-authenticated write from another origin is still refused (chat.access.check_write_origin).
+cookie-authenticated write from another origin is still refused (agentruntime.access.check_write_origin).
 """
 
 from __future__ import annotations

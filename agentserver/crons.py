@@ -16,12 +16,12 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from agentruntime.access import Caller
+from agentruntime.models import ChatThread
 from agentserver import selectors, services
 from agentserver.graphs import served_graph_ids
 from agentserver.models import Cron
 from agentserver.serializers import RunCreateSerializer
-from chat.access import Caller
-from chat.models import ChatThread
 from core.exceptions import BadRequest, NotFound, RequestValidationError
 from core.serializers import validated
 

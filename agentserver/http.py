@@ -16,13 +16,13 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agentruntime.access import ChatAccessError, authorize
+from agentruntime.events.records import dumps
+from agentruntime.services import thread_id_segment_problem
 from agentserver import cors
 from agentserver.graphs import served_graph_ids
 from agentserver.selectors import system_assistant_id
 from agentserver.state import InvalidStateRequest
-from chat.access import ChatAccessError, authorize
-from chat.sse_consumer import thread_id_segment_problem
-from chat.wire import dumps
 from core.exception_handler import handle_exception as core_handle_exception
 from core.exceptions import RequestValidationError
 from core.rest_errors import api_error_response

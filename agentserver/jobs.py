@@ -8,9 +8,9 @@ import logging
 from django.conf import settings
 from django.utils import timezone
 
+from agentruntime import thread_ttl
+from agentruntime.models import ChatThread
 from agentserver.models import Cron
-from chat import thread_ttl
-from chat.models import ChatThread
 from core.registry import periodic
 
 log = logging.getLogger("agentserver.jobs")

@@ -1,4 +1,4 @@
-"""Assistants of the Agent Server API (threads are chat.models.ChatThread, shared with the chat protocol).
+"""Assistants of the Agent Server API (threads are agentruntime.models.ChatThread, shared with the chat protocol).
 
 An assistant is a served graph plus a configuration, versioned: every change adds an AssistantVersion and the
 Assistant row mirrors the version currently in use. Assistants belong to an owner exactly as chat threads do
@@ -100,7 +100,8 @@ class Cron(BaseModel):
     )
     id = models.UUIDField(primary_key=True)
     assistant_id = models.UUIDField()
-    # Not a foreign key: chat deletes a thread's rows in written-out statements (chat.services.thread_delete_by_id)
+    # Not a foreign key: chat deletes a thread's rows in written-out statements
+    # (agentruntime.services.thread_delete_by_id)
     # and knows nothing of crons. agentserver.services.thread_delete deletes the thread's crons, and a cron whose
     # thread went another way (the chat page) is deleted when it would fire.
     thread_id = models.CharField(max_length=255, null=True, blank=True, db_index=True)

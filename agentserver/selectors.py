@@ -12,16 +12,16 @@ import orjson
 from django.db import connection
 from django.db.models import Field, QuerySet
 
+from agentruntime.access import Caller
+from agentruntime.events import statements as event_sql
+from agentruntime.events.frames import frame_channel
+from agentruntime.models import ChatEvent, ChatRun, ChatThread
+from agentruntime.selectors import thread_expired
+from agentruntime.served_graphs import ServedGraph, get_served_graph
+from agentruntime.services import thread_owned_by
 from agentserver.graphs import served_graph_ids
 from agentserver.models import Assistant, AssistantVersion
 from agentserver.state import snapshot_get
-from chat.access import Caller
-from chat.events import statements as event_sql
-from chat.frames import frame_channel
-from chat.graph_runtime import ServedGraph, get_served_graph
-from chat.models import ChatEvent, ChatRun, ChatThread
-from chat.selectors import thread_expired
-from chat.services import thread_owned_by
 from core.exceptions import NotFound, RequestValidationError
 from core.protocol_errors import error_body
 
@@ -118,7 +118,8 @@ def thread_not_found(thread_id: str) -> NotFound:
 
 
 def thread_get(*, caller: Caller, thread_id: str) -> ChatThread:
-    """Raises NotFound: missing, expired (chat.selectors.thread_expired) or someone else's (one answer for all)."""
+    """Raises NotFound: missing, expired (agentruntime.selectors.thread_expired) or someone else's (one answer for
+    all)."""
     thread = ChatThread.objects.filter(pk=thread_id).exclude(thread_expired()).first()
     if thread is None or not thread_owned_by(thread, caller):
         raise thread_not_found(thread_id)

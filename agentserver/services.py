@@ -1,6 +1,7 @@
 """Writes of the Agent Server API: assistants (versioned), chat threads as Agent Server threads, and their chat runs.
 
-An Agent Server run is a chat.models.ChatRun of kind AGENT_SERVER, created queued (chat/runs/queue.py executes it):
+An Agent Server run is a agentruntime.models.ChatRun of kind AGENT_SERVER, created queued (agentruntime/runs/queue.py
+executes it):
 the chat protocol's runs and these share one table, one executor, one checkpointer and one event log, so a thread
 is busy for both.
 """
@@ -15,18 +16,18 @@ from asgiref.sync import async_to_sync
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from agentruntime import services as chat_services
+from agentruntime import thread_ttl
+from agentruntime.access import Caller
+from agentruntime.models import ChatRun, ChatThread
+from agentruntime.runs.control import run_stop
+from agentruntime.runs.queue import notify_executors
+from agentruntime.served_graphs import get_checkpointer
 from agentserver import selectors
 from agentserver.graphs import served_graph_ids
 from agentserver.models import Assistant, AssistantVersion, Cron
 from agentserver.state import state_update
-from chat import services as chat_services
-from chat import thread_ttl
-from chat.access import Caller
-from chat.graph_runtime import get_checkpointer
-from chat.models import ChatRun, ChatThread
-from chat.runs.control import run_stop
-from chat.runs.queue import notify_executors
-from chat.stream_modes import STREAM_MODES
+from agentserver.stream_modes import STREAM_MODES
 from core import egress
 from core.exceptions import BadRequest, Conflict, NotFound, RequestValidationError
 
@@ -184,7 +185,7 @@ def thread_update(*, thread: ChatThread, metadata: dict | None = None, ttl: dict
     """Merge `metadata` into the thread's; a new `ttl` restarts its clock; a `title` renames it.
 
     Raises:
-        RequestValidationError: a title chat.services.thread_rename refuses (nothing is changed).
+        RequestValidationError: a title agentruntime.services.thread_rename refuses (nothing is changed).
     """
     if title is not _UNSET:
         try:

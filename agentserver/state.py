@@ -13,7 +13,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import InvalidUpdateError
 from langgraph.types import StateSnapshot
 
-from chat.graph_runtime import ServedGraph
+from agentruntime.served_graphs import ServedGraph
 
 
 class InvalidStateRequest(ValueError):

@@ -2,7 +2,7 @@
 
 Views create the chat run synchronously, then return a Django StreamingHttpResponse over one of these async generators,
 which Daphne iterates on its event loop. Frames are read from the thread's event log (replay after the cursor) and
-then from the process's thread hub (chat/events/hub.py), like the chat protocol's streams.
+then from the process's thread hub (agentruntime/events/hub.py), like the chat protocol's streams.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from collections.abc import AsyncIterator
 from django.conf import settings
 from django.http import StreamingHttpResponse
 
-from chat import db_executor, selectors
-from chat.events.hub import Subscriber, hubs, wait_event
-from chat.models import ChatRun
-from chat.subscriptions import END_OF_RUN, FramesSubscription
-from chat.wire import dumps
+from agentruntime import db_executor, selectors
+from agentruntime.events.hub import Subscriber, hubs, wait_event
+from agentruntime.events.records import dumps
+from agentruntime.events.subscriptions import END_OF_RUN, FramesSubscription
+from agentruntime.models import ChatRun
 
 STATUS_POLL_SECONDS = 0.25
 FALLBACK_STATUS_SECONDS = 1.0

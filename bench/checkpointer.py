@@ -162,7 +162,7 @@ async def conversation(checkpointer, scenario: str, thread_id: str, turns: int) 
 
 
 async def run(backend: str, scenario: str, turns: int, rounds: int, postgres_url: str, workdir: Path) -> None:
-    from chat.checkpointer.saver import DjangoCheckpointSaver
+    from agentruntime.checkpointer.saver import DjangoCheckpointSaver
 
     ours = DjangoCheckpointSaver()
     peer_name = "AsyncSqliteSaver" if backend == "sqlite" else "AsyncPostgresSaver"
@@ -201,7 +201,7 @@ async def run(backend: str, scenario: str, turns: int, rounds: int, postgres_url
 async def clear_ours() -> None:
     from django.db import connections
 
-    from chat.models import Checkpoint, CheckpointBlob, CheckpointWrite
+    from agentruntime.models import Checkpoint, CheckpointBlob, CheckpointWrite
 
     def clear() -> None:
         try:

@@ -126,7 +126,7 @@ def index_config() -> dict:
 def ours(mode: str) -> Iterator:
     from django.db import connection
 
-    from chat.store.django_store import DjangoStore
+    from agentruntime.store.django_store import DjangoStore
 
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":  # as PostgresStore's tables are emptied: no dead rows left behind

@@ -15,7 +15,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from chat.access import Caller, ChatAccessError, authorize
+from agentruntime.access import Caller, ChatAccessError, authorize
 from chat.memories import memory_delete, memory_list
 from core.exceptions import RequestValidationError, ServiceError
 
@@ -23,7 +23,7 @@ MAX_NAME_LENGTH = 1024
 
 
 class CallerRefused(ServiceError):
-    """chat.access's refusal of a caller (401 or 403) as a REST error, which core.exception_handler renders."""
+    """agentruntime.access's refusal of a caller (401 or 403) as a REST error, which core.exception_handler renders."""
 
     def __init__(self, refusal: ChatAccessError):
         super().__init__(refusal.message)
@@ -32,7 +32,7 @@ class CallerRefused(ServiceError):
 
 class ChatApi(APIView):
     """Authenticates as the chat protocol does; `self.caller` is who calls. A cookie-authenticated write must come
-    from this site (chat.access.check_write_origin), which is what stands in for CSRF here."""
+    from this site (agentruntime.access.check_write_origin), which is what stands in for CSRF here."""
 
     # Not in the service's REST schema (/api/schema/), whose security and errors are the API keys'
     # (core.openapi_generation): like the protocol's routes, these authenticate as the chat does, anonymously where

@@ -8,3 +8,6 @@ class ChatConfig(AppConfig):
 
     def ready(self) -> None:
         from chat import checks  # noqa: F401 - registers the system checks
+        from chat.run_kind import register_protocol_runs
+
+        register_protocol_runs()

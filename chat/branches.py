@@ -23,7 +23,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from chat.graph_runtime import ServedGraph
+from agentruntime.served_graphs import ServedGraph
 
 
 class NoSuchCheckpoint(LookupError):

@@ -13,13 +13,14 @@ from collections import Counter
 
 from django.conf import settings
 
-from chat import db_executor, protocol_commands, selectors, services
-from chat.access import Caller, ChatAccessError
+from agentruntime import db_executor, selectors, services
+from agentruntime.access import Caller, ChatAccessError
+from agentruntime.events.hub import BATCH_BYTES, Subscriber, hubs, wait_event
+from agentruntime.events.subscriptions import parse_subscription
+from agentruntime.served_graphs import get_served_graph
+from chat import protocol_commands
 from chat.branches import NoSuchCheckpoint, branch_map, checkpoint_tree, off_branch_runs
-from chat.events.hub import BATCH_BYTES, Subscriber, hubs, wait_event
-from chat.graph_runtime import get_served_graph
 from chat.sse_consumer import BadBody, ChatConsumer, parse_json, validated
-from chat.subscriptions import parse_subscription
 from chat.thread_approvals import thread_approvals
 from core.daphne_compat import ResponseFlow, response_flow
 

@@ -1,7 +1,32 @@
-"""The conversion of a run's LangGraph v3 stream to wire events (the differences listed in chat/wire.py).
+"""The conversion of a protocol run's LangGraph v3 stream to the Agent Streaming Protocol's events.
 
-Apart from chat/wire.py so that processes storing or reading events (the worker, the event store) do not import
-LangGraph and LangChain: only the run executor converts.
+The Python stream differs from what the JS examples send (agent-streaming-protocol.md §9.3); `EventConverter`
+fixes each difference:
+
+1. `messages` data is a `(payload, metadata)` tuple: the payload alone is sent, `params.node` comes from metadata.
+2. Subgraph (subagent) `lifecycle` events arrive at namespace `[]` with the real one in `data.namespace`: it is
+   moved to `params.namespace`, or a subagent's `completed` would look like the root run ending.
+3. No root lifecycle at all: the run executor (agentruntime/runs/execution.py) adds `running` and the terminal event.
+4. `checkpoints` carry the whole checkpoint and `updates` a raw `{node: delta}`: reduced to `{id, parent_id, step,
+   source}` and `{node, values}`.
+5. Live objects (messages, `Command`, `Send`, interrupts) are serialised to JSON the way the JS server does.
+6. Tool-call argument streaming uses `tool-call-delta`, which the 1.x JS client ignores: it becomes `block-delta`
+   with the accumulated arguments in a `tool_call_chunk`.
+7. No `event_id` and `seq` restarting per run: `seq` is assigned per thread by the event store
+   (agentruntime/services/event_log.py) and `event_id` is `str(seq)`.
+8. Namespaces. `tools` events arrive at the namespace of the graph the tool runs in (the coordinator's `task` calls
+   at `[]`, a subagent's tool calls at `["tools:<T>"]`); the JS wire puts each tool execution at its own Pregel task
+   namespace (§5.3): `task` calls at `["tools:<T>"]`, where that subagent then runs, and a subagent's tool calls at
+   `["tools:<T>", "tools:<U>"]`. They are moved there: `TaskObserver` reads the `tasks` stream (which the lifecycle
+   transformer hides from the event log) to learn which task executes which tool call. Without that, the client
+   counted a subagent's tool calls as the coordinator's (root tool calls are those at namespace length <= 1).
+   Model messages keep Python's spelling (`[]` and `["tools:<T>"]`, no `model:<id>` segment), which the client's
+   depth-1 subscriptions read the same way; message ids `lc_run--<uuid>` and dict `tool-started.input` are kept
+   too.
+9. Subagent `lifecycle.started` carrying `graph_name: "<subagent>"` and a `cause` is kept (the client ignores it).
+
+Apart from the event records (agentruntime/events/records.py) so that processes storing or reading events (the
+worker, the event store) do not import LangGraph and LangChain: only a run's execution converts.
 """
 
 from __future__ import annotations
@@ -12,7 +37,7 @@ from typing import Any
 from langchain_core.messages import AIMessageChunk, BaseMessage, ToolMessage
 from langgraph.stream import ProtocolEvent, StreamTransformer
 
-from chat.wire import WireEvent, make_event
+from agentruntime.events.records import WireEvent, make_event, updates_events
 
 _LIFECYCLE_EVENTS = {"started", "running", "completed", "failed", "interrupted"}
 
@@ -169,10 +194,7 @@ class EventConverter:
         return events
 
     def _updates(self, namespace, data, params, timestamp) -> list[WireEvent]:
-        if not isinstance(data, dict):
-            return [make_event("updates", namespace, {"values": data}, timestamp=timestamp)]
-        return [make_event("updates", namespace, {"node": node, "values": delta if delta is not None else {}},
-                           node=node, timestamp=timestamp) for node, delta in data.items()]
+        return updates_events(namespace, data, timestamp=timestamp)
 
     def _checkpoints(self, namespace, data, params, timestamp) -> list[WireEvent]:
         data = data or {}

@@ -13,9 +13,9 @@ from datetime import datetime
 
 from django.db.models import QuerySet
 
+from agentruntime.models import StoreItem
+from agentruntime.store.django_store import namespace_text
 from chat.agent.memory import MEMORY_NAMESPACE, MEMORY_ROUTE
-from chat.models import StoreItem
-from chat.store.django_store import namespace_text
 from core.exceptions import NotFound
 
 MAX_ENTRIES = 1000

@@ -11,11 +11,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from chat import db_executor, selectors, services
-from chat.access import Caller
-from chat.graph_runtime import get_served_graph
+from agentruntime import db_executor, selectors, services
+from agentruntime.access import Caller
+from agentruntime.runs.start import CommandError, start_run
+from agentruntime.served_graphs import get_served_graph
 from chat.respond import input_respond
-from chat.runs.start import CommandError, start_run
 from chat.threads import NoSuchNamespace, namespace_checkpoints, namespace_state
 from core.protocol_errors import error_body
 

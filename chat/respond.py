@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat import db_executor, selectors
-from chat.access import Caller
-from chat.graph_runtime import get_served_graph
-from chat.interrupts import InvalidResponse, PendingInterrupt, check_response, pending_interrupts
-from chat.runs.start import CommandError, start_run
+from agentruntime import db_executor, selectors
+from agentruntime.access import Caller
+from agentruntime.interrupts import InvalidResponse, PendingInterrupt, check_response, pending_interrupts
+from agentruntime.runs.start import CommandError, start_run
+from agentruntime.served_graphs import get_served_graph
 from core.exceptions import NotFound
 
 

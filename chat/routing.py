@@ -17,7 +17,7 @@ from core.asgi_routes import asgi_route
 
 def consumer_app(consumer):
     """The consumer's ASGI app behind Channels' cookie, session and auth middleware: `scope["user"]` is the
-    session's user (AnonymousUser without one), which chat.access.authorize reads when no API key is sent."""
+    session's user (AnonymousUser without one), which agentruntime.access.authorize reads when no API key is sent."""
     return unavailable_database_answered(AuthMiddlewareStack(consumer.as_asgi()))
 
 

@@ -16,10 +16,10 @@ from channels.generic.http import AsyncHttpConsumer
 from django.conf import settings
 from django.db import OperationalError
 
-from chat import db_executor
-from chat.access import Caller, ChatAccessError, authorize
-from chat.services import MAX_THREAD_ID_LENGTH
-from chat.wire import dumps
+from agentruntime import db_executor
+from agentruntime.access import Caller, ChatAccessError, authorize
+from agentruntime.events.records import dumps
+from agentruntime.services import thread_id_segment_problem
 from core import json_input
 from core.exceptions import NotFound
 from core.protocol_errors import error_body
@@ -201,14 +201,6 @@ def thread_id_problem(scope) -> str | None:
         return None
     segment = unquote_to_bytes(raw[len(prefix):].split(b"/", 1)[0]).decode("utf-8", "replace")
     return thread_id_segment_problem(segment) if segment else None
-
-
-def thread_id_segment_problem(segment: str) -> str | None:
-    """Why `segment` (a path segment, percent-decoded) can name no thread, or None when it can."""
-    if not segment or "/" in segment or segment in (".", "..") or len(segment) > MAX_THREAD_ID_LENGTH:
-        return (f"Invalid thread id: a thread id has 1 to {MAX_THREAD_ID_LENGTH} characters, contains no '/' "
-                f"and is not '.' or '..'.")
-    return None
 
 
 def parse_json(body: bytes, *, default=None):

@@ -1,6 +1,7 @@
 """A thread's approvals for the chat page: the ones it waits on and the ones already answered, with the answers.
 
-What waits comes from the checkpoint (chat/interrupts.py); what was asked, where, and which answer was given come
+What waits comes from the checkpoint (agentruntime/interrupts.py); what was asked, where, and which answer was given
+come
 from the durable event log and the `chat_chatinterrupt` rows, so a reload shows the same cards, decided ones too.
 """
 
@@ -8,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat import db_executor, selectors
-from chat.graph_runtime import ServedGraph
-from chat.interrupts import pending_interrupts
+from agentruntime import db_executor, selectors
+from agentruntime.interrupts import pending_interrupts
+from agentruntime.served_graphs import ServedGraph
 
 
 async def thread_approvals(served: ServedGraph, thread_id: str) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from django.http import HttpResponsePermanentRedirect
 from django.urls import re_path, reverse
 from django.utils import timezone
 
-from chat.selectors import run_list_stale
+from agentruntime.selectors import run_list_stale
 from deployments.selectors import revision_list_failed
 from exports.bulk_exports.selectors import export_list_failing, export_run_list_stuck
 from exports.destinations.selectors import destination_list_failing_validation
@@ -45,7 +45,7 @@ def attention_items() -> list[Attention]:
         ("export run stuck past its lease", "export runs stuck past their lease", export_run_list_stuck(now=now),
          "bulk_exports_bulkexportrun", "stuck"),
         ("chat run stuck (no heartbeat)", "chat runs stuck (no heartbeat)", run_list_stale(now=now),
-         "chat_chatrun", "stuck"),
+         "agentruntime_chatrun", "stuck"),
     ]
     return [Attention(singular, plural, queryset.count(), f"{reverse(f'admin:{name}_changelist')}?health={value}")
             for singular, plural, queryset, name, value in checks]

@@ -2,7 +2,7 @@
 
 `chat.routing.http_routes` (the chat protocol's SSE consumers) are matched first; everything
 else goes to Django, the Agent Server API under /api included (agentserver/urls.py). Loading it fails the chat runs
-that this process's predecessor left running (chat.runs.execution.fail_runs_of_predecessor): Daphne imports the
+that this process's predecessor left running (agentruntime.runs.execution.fail_runs_of_predecessor): Daphne imports the
 application before it listens.
 """
 
@@ -32,9 +32,9 @@ if settings.SERVE_STATIC:
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from agentruntime.runs.execution import fail_runs_of_predecessor  # noqa: E402
+from agentruntime.runs.queue import ExecutorStarter  # noqa: E402
 from chat.routing import http_routes  # noqa: E402
-from chat.runs.execution import fail_runs_of_predecessor  # noqa: E402
-from chat.runs.queue import ExecutorStarter  # noqa: E402
 from core.asgi_routes import asgi_route  # noqa: E402
 from core.sqlite import hold_database_files  # noqa: E402
 

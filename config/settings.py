@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "deployments",
     "deployments.serving",  # serve_graphs and check_graphs
     "agentauth",
+    "agentruntime",
     "chat",
     "agentserver",
 ]

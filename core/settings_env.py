@@ -29,7 +29,7 @@ log = logging.getLogger("config")
 
 # Checkpoints are only ever rebuilt into an allowlist of safe types, so a tampered checkpoint row
 # cannot construct arbitrary objects (GHSA-g48c-2wqr-h844). langgraph reads this once, when it is
-# first imported, which is why it is set here before any app imports it; chat/checkpointer/saver.py
+# first imported, which is why it is set here before any app imports it; agentruntime/checkpointer/saver.py
 # refuses to start if strict mode is not in effect.
 os.environ.setdefault("LANGGRAPH_STRICT_MSGPACK", "true")
 
@@ -304,7 +304,7 @@ ADMIN_PASSWORD = env_str("ADMIN_PASSWORD")
 CHAT_MODEL = env_str("CHAT_MODEL")
 CHAT_GRAPH = env_str("CHAT_GRAPH", "chat.agent.graph:build_graph")
 # The service's own LangGraph store (its graphs', the deep agent's): a JSON object shaped as langgraph.json's "store"
-# ({"index": {"embed": ..., "dims": ..., "fields": [...]}, "ttl": {...}}, chat/store/config.py), `./file.py`
+# ({"index": {"embed": ..., "dims": ..., "fields": [...]}, "ttl": {...}}, agentruntime/store/config.py), `./file.py`
 # paths relative to the service's directory. Empty: no semantic index, no TTLs. A revision reads its langgraph.json.
 CHAT_STORE_CONFIG = env_str("CHAT_STORE_CONFIG")
 # Tools whose calls wait for a person's approval ("*": every tool); a run's configurable `approve_tools` overrides it.
@@ -331,7 +331,7 @@ AGENT_SERVER_CORS_ALLOW_ORIGINS = env_list("AGENT_SERVER_CORS_ALLOW_ORIGINS")
 LANGGRAPH_HTTP: dict = json.loads(os.environ.get("LANGGRAPH_HTTP") or "{}")
 CHAT_SWEEP_SECONDS = env_int("CHAT_SWEEP_SECONDS", 10)
 # Where runs execute: "web" (every server process runs an executor: the embedded default) or "worker" (only
-# run_worker processes do; web processes accept and stream). chat/runs/queue.py.
+# run_worker processes do; web processes accept and stream). agentruntime/runs/queue.py.
 CHAT_RUN_EXECUTOR = env_choice("CHAT_RUN_EXECUTOR", "web", ("web", "worker"))
 # Runs one executor executes at once, and how often it looks for queued runs nobody told it about.
 CHAT_RUN_CONCURRENCY = env_int("CHAT_RUN_CONCURRENCY", 10)

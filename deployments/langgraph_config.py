@@ -10,11 +10,12 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from chat.store import config_shape as store_schema
+from agentruntime.store import config_shape as store_schema
 from deployments import langgraph_http
 
 # Top-level packages of this service: a project module with one of these names would be shadowed.
-SERVICE_PACKAGES = frozenset({"config", "core", "accounts", "tracing", "exports", "deployments", "chat", "agentauth"})
+SERVICE_PACKAGES = frozenset({"config", "core", "accounts", "tracing", "exports", "deployments", "agentruntime", "chat",
+                              "agentserver", "agentauth"})
 _MODULE_SPEC = re.compile(r"^[A-Za-z_][\w.]*$")
 _ATTR = re.compile(r"^[A-Za-z_][\w.]*$")
 

@@ -147,7 +147,7 @@ def _retire(previous: Revision, *, replaced_by: Revision, runner: Runner) -> Non
 
     Requests still open after DEPLOY_DRAIN_SECONDS (long streams) are cut: their events are in the deployment's
     database, so a client rejoins on the new revision with Last-Event-ID and misses nothing. Runs it was executing
-    are taken over when their lease expires (chat.services.runs_sweep_dead, in the new revision's processes).
+    are taken over when their lease expires (agentruntime.services.runs_sweep_dead, in the new revision's processes).
     """
     still_open = runner.drain(previous, timeout=settings.DEPLOY_DRAIN_SECONDS)
     runner.stop(previous)

@@ -26,7 +26,7 @@ def _close_chat_checkpointer_connections():
     """The chat checkpointer's worker threads keep connections open: close them after each test, or
     PostgreSQL refuses to drop the test database at the end."""
     yield
-    if (module := sys.modules.get("chat.checkpointer.saver")) is not None:
+    if (module := sys.modules.get("agentruntime.checkpointer.saver")) is not None:
         module.close_checkpointer()
 
 

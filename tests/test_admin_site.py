@@ -10,8 +10,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.utils import timezone
 
-from chat.models import ChatRun, ChatThread
-from chat.selectors import run_list_stale
+from agentruntime.models import ChatRun, ChatThread
+from agentruntime.selectors import run_list_stale
 from core.models import Job
 from deployments.models import Deployment, Revision
 from deployments.selectors import revision_list_failed

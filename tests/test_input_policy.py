@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat.models import ChatThread, StoreItem
+from agentruntime.models import ChatThread, StoreItem
 from core import json_input
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from langchain_core.language_models import BaseChatModel
 
+from agentruntime.served_graphs import ConfigurationError
 from chat.agent.providers import missing_provider_key, model_provider
 from chat.agent.scripted import ScriptedChatModel
 
 
-class ModelConfigurationError(RuntimeError):
+class ModelConfigurationError(ConfigurationError):
     """CHAT_MODEL names a model that cannot be used as configured (for example, its key is missing)."""
 
 

@@ -29,7 +29,8 @@ class SharedThreadASGIHandler(ASGIHandler):
     Django's own handler gives each request a thread of its own, which lives, with its database connection, until
     the response ends: 50 callers waiting on runs meant 50 idle threads and SQLite connections, about 30 MiB. Here
     the views only validate, write the run and return a stream that the event loop produces (agentserver/streams.py,
-    chat/db_executor.py's pool for its reads), and SQLite takes one writer at a time anyway; so they share one thread,
+    agentruntime/db_executor.py's pool for its reads), and SQLite takes one writer at a time anyway; so they share one
+    thread,
     as `sync_to_async(thread_sensitive=True)` does outside a request context.
     """
 
@@ -43,8 +44,8 @@ django_app = SharedThreadASGIHandler()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from agentruntime.runs.queue import ExecutorStarter  # noqa: E402
 from chat.routing import http_routes  # noqa: E402
-from chat.runs.queue import ExecutorStarter  # noqa: E402
 from core.asgi_routes import asgi_route  # noqa: E402
 from core.daphne_compat import disable_twisted_form_parsing  # noqa: E402
 from core.heap import freeze_loaded_objects  # noqa: E402

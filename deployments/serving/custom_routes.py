@@ -20,7 +20,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from chat.graph_runtime import GraphLoadError, import_object
+from agentruntime.served_graphs import GraphLoadError, import_object
 from core import rest_errors
 from deployments.serving.project_cors import CorsRules
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from chat.store import config as store_config
+from agentruntime.store import config as store_config
 
 
 def project_graph_specs(config_path: str | Path) -> dict[str, str]:
@@ -23,7 +23,7 @@ def project_graph_specs(config_path: str | Path) -> dict[str, str]:
 
 
 def project_thread_ttl(config_path: str | Path) -> object:
-    """The `checkpointer.ttl` of a langgraph.json (None without one), as written: chat.thread_ttl reads it."""
+    """The `checkpointer.ttl` of a langgraph.json (None without one), as written: agentruntime.thread_ttl reads it."""
     config = json.loads(Path(config_path).read_text(encoding="utf-8"))
     checkpointer = config.get("checkpointer") if isinstance(config, dict) else None
     return checkpointer.get("ttl") if isinstance(checkpointer, dict) else None

@@ -28,10 +28,11 @@ INSTALLED_APPS = [
     "channels",
     "core",
     "accounts",
+    "agentruntime",
     "chat",
     "agentserver",
 ]
-# No admin, no pages: what the Agent Server views need (the session's user, which chat.access.authorize reads
+# No admin, no pages: what the Agent Server views need (the session's user, which agentruntime.access.authorize reads
 # when no API key is sent) and the security headers.
 MIDDLEWARE = settings_env.middleware(pages=False)
 ROOT_URLCONF = "deployments.serving.urls"
@@ -42,7 +43,7 @@ CHAT_TRACING_PROJECT = ""
 DATABASES = copy.deepcopy(settings_env.DATABASES)  # changed below, for this process only
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # SQLite keeps up to 2 MiB of pages per connection by default, and every thread here keeps its own connection
-    # (chat/db_executor.py's pool, the views' thread, the periodic jobs): a revision's small database is in the
+    # (agentruntime/db_executor.py's pool, the views' thread, the periodic jobs): a revision's small database is in the
     # OS's page cache anyway, so 512 KiB each is enough.
     DATABASES["default"]["OPTIONS"]["init_command"] += " PRAGMA cache_size=-512;"
     # Python's sqlite3 keeps 128 prepared statements per connection; the event log's bulk inserts (one statement

@@ -1,7 +1,7 @@
 """A project's own error as its author reads it: their files relative to the project with the line, and only the
 frames of their code.
 
-A graph that fails to load raises inside this service's loader (chat/graph_runtime.py imports the file under an
+A graph that fails to load raises inside this service's loader (agentruntime/served_graphs.py imports the file under an
 internal module name, from an absolute path under the revision's directory). None of that helps the author: the
 report names `src/agent/graph.py, line 12`, shows the traceback from their first frame on, and says what was raised.
 """
@@ -13,7 +13,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from chat.graph_runtime import MODULE_PREFIX, GraphLoadError
+from agentruntime.served_graphs import MODULE_PREFIX, GraphLoadError
 
 
 @dataclass(frozen=True)

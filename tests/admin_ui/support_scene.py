@@ -8,8 +8,8 @@ from datetime import timedelta
 from django.utils import timezone
 
 from accounts.services import api_key_create, workspace_create
-from chat.models import ChatRun, ChatThread
-from chat.store.django_store import DjangoStore
+from agentruntime.models import ChatRun, ChatThread
+from agentruntime.store.django_store import DjangoStore
 from core.exceptions import ServiceError
 from core.models import Job
 from core.services import job_enqueue

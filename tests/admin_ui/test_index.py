@@ -18,7 +18,7 @@ EXPECTED = {
     "1 failed revision": "/admin/deployments/revision/?health=failed",
     "1 destination failing validation": "/admin/exports/destination/?health=failing",
     "1 export run stuck past its lease": "/admin/bulk_exports/bulkexportrun/?health=stuck",
-    "1 chat run stuck (no heartbeat)": "/admin/chat/chatrun/?health=stuck",
+    "1 chat run stuck (no heartbeat)": "/admin/agentruntime/chatrun/?health=stuck",
 }
 
 

@@ -9,7 +9,7 @@ pytest.importorskip("playwright.sync_api", reason="Browser tests need the playwr
 
 from playwright.sync_api import expect  # noqa: E402
 
-from chat.models import StoreItem  # noqa: E402
+from agentruntime.models import StoreItem  # noqa: E402
 from tests.admin_ui import support_scene as scene  # noqa: E402
 from tests.admin_ui.conftest import PHONE  # noqa: E402
 
@@ -21,7 +21,7 @@ WIDTHS = "() => ({page: document.documentElement.scrollWidth, viewport: document
 def test_a_store_item_s_page_shows_its_value_and_fits_a_phone(base, admin_page, shoot):
     scene.store_items()
     item = StoreItem.objects.get(key="favourite-number-and-why-it-matters")
-    url = f"{base}/admin/chat/storeitem/{item.pk}/change/"
+    url = f"{base}/admin/agentruntime/storeitem/{item.pk}/change/"
 
     for page, name in ((admin_page(), "1440"), (admin_page(PHONE), "375")):
         page.goto(url)

@@ -11,12 +11,12 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from agentruntime import services as chat_services
+from agentruntime.access import Caller
+from agentruntime.models import ChatRun, ChatThread
 from agentserver import crons, services
 from agentserver.graphs import served_graph_ids
 from agentserver.models import Cron
-from chat import services as chat_services
-from chat.access import Caller
-from chat.models import ChatRun, ChatThread
 from core.registry import PERIODICS
 
 pytestmark = pytest.mark.django_db(transaction=True)

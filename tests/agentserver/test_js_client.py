@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat.models import ChatRun
+from agentruntime.models import ChatRun
 from tests.agentserver.support_js import assert_report, run_agent_server_script
 from tests.chat.support_chat import live_chat_server
 

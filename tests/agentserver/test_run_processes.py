@@ -13,7 +13,7 @@ import time
 import pytest
 from langgraph_sdk import get_client
 
-from chat.models import ChatRun
+from agentruntime.models import ChatRun
 from tests.chat.support_chat import command, live_chat_server, wait_for_run_end
 
 pytestmark = pytest.mark.live

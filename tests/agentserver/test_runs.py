@@ -12,7 +12,7 @@ import orjson
 import pytest
 from langgraph_sdk import get_client
 
-from chat.models import ChatEvent, ChatRun, ChatThread, Checkpoint, CheckpointBlob, CheckpointWrite
+from agentruntime.models import ChatEvent, ChatRun, ChatThread, Checkpoint, CheckpointBlob, CheckpointWrite
 from tests.agentserver.support_sdk import NESTED_SPEC
 from tests.chat.support_chat import live_chat_server
 

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from django.utils import timezone
 
-from chat.models import ChatThread, StoreItem
-from chat.store.django_store import DjangoStore
+from agentruntime.models import ChatThread, StoreItem
+from agentruntime.store.django_store import DjangoStore
 from tests.agentserver import support_cron_scenarios as cron_scenarios
 from tests.agentserver import support_scenarios as scenarios
 from tests.agentserver.support_sdk import CLIENT_KINDS, NESTED_SPEC, SdkClient, status_of

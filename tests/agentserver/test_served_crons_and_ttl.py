@@ -10,7 +10,7 @@ import shutil
 import httpx
 import pytest
 
-from chat.models import ChatThread
+from agentruntime.models import ChatThread
 from tests.agentserver import support_cron_scenarios as cron_scenarios
 from tests.agentserver.support_sdk import CLIENT_KINDS, PROJECT, SdkClient, status_of
 from tests.support_processes import BASE_DIR, graphs_served, wait_for

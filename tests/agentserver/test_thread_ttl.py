@@ -11,13 +11,13 @@ import pytest
 from django.utils import timezone
 from langgraph.checkpoint.base import empty_checkpoint
 
+from agentruntime import selectors as chat_selectors
+from agentruntime import services as chat_services
+from agentruntime import thread_ttl
+from agentruntime.access import Caller
+from agentruntime.models import ChatEvent, ChatRun, ChatThread
+from agentruntime.served_graphs import get_checkpointer
 from agentserver import selectors, services
-from chat import selectors as chat_selectors
-from chat import services as chat_services
-from chat import thread_ttl
-from chat.access import Caller
-from chat.graph_runtime import get_checkpointer
-from chat.models import ChatEvent, ChatRun, ChatThread
 from core.exceptions import NotFound
 from core.registry import PERIODICS
 

@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
+from agentruntime.models import ChatRun, ChatThread
 from agentserver import selectors
-from chat.models import ChatRun, ChatThread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

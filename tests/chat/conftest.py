@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat.checkpointer.saver import DjangoCheckpointSaver
+from agentruntime.checkpointer.saver import DjangoCheckpointSaver
 
 
 @pytest.fixture

@@ -122,8 +122,8 @@ ALL_CHANNELS = ["values", "updates", "messages", "tools", "lifecycle", "input", 
 
 def last_matching_seq(thread_id: str, body: dict, last_event_id: str | None = None) -> int | None:
     """The seq of the newest stored event a subscription matches (read straight from the shared test database)."""
-    from chat.models import ChatEvent
-    from chat.subscriptions import parse_subscription
+    from agentruntime.events.subscriptions import parse_subscription
+    from agentruntime.models import ChatEvent
 
     subscription = parse_subscription(body, last_event_id)
     rows = ChatEvent.objects.filter(thread_id=thread_id, seq__gt=subscription.since or 0).order_by("-seq")

@@ -9,13 +9,13 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+from agentruntime.served_graphs import CheckpointsTransformer, GraphLoadError, load_graph
 from chat.agent.graph import build_graph
 from chat.agent.language_models import UnavailableChatModel, build_models, missing_provider_key
 from chat.agent.planner import plan_request
 from chat.agent.prompts import COORDINATOR_PROMPT, EXAMPLE_PROMPT
 from chat.agent.scripted import ScriptedChatModel, stream_pieces
 from chat.agent.tools import calculator, evaluate_expression, search_web
-from chat.graph_runtime import CheckpointsTransformer, GraphLoadError, load_graph
 
 pytestmark = pytest.mark.no_postgres_pass
 

@@ -9,7 +9,7 @@ import uuid
 import httpx
 import pytest
 
-from chat.models import ChatEvent, ChatThread, Checkpoint
+from agentruntime.models import ChatEvent, ChatThread, Checkpoint
 from tests.chat.support_chat import (
     EXAMPLE,
     command,
@@ -106,7 +106,7 @@ def test_bad_stream_requests_are_400_in_the_protocols_shape(base):
 
 
 def test_a_nul_in_a_message_is_refused_before_any_run_and_the_thread_takes_the_next_one(base):
-    from chat.models import ChatRun
+    from agentruntime.models import ChatRun
 
     thread = new_thread()
     message = {"type": "human", "content": "what is 1+1 \u0000 ok"}

@@ -10,9 +10,9 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
+from agentruntime.interrupts import PendingInterrupt, checkpoint_interrupts
+from agentruntime.served_graphs import ServedGraph
 from chat.agent.graph import build_graph
-from chat.graph_runtime import ServedGraph
-from chat.interrupts import PendingInterrupt, checkpoint_interrupts
 
 pytestmark = pytest.mark.no_postgres_pass
 MATH = "Calculate 42 * 17"

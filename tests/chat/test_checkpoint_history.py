@@ -14,8 +14,8 @@ from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 
-from chat.checkpointer.history import delta_channel_history
-from chat.checkpointer.saver import DjangoCheckpointSaver
+from agentruntime.checkpointer.history import delta_channel_history
+from agentruntime.checkpointer.saver import DjangoCheckpointSaver
 from tests.chat.test_checkpointer import in_thread
 
 # Graphs run on the saver's own threads and connections (async methods): they only see committed data.

@@ -16,8 +16,8 @@ from langgraph.checkpoint.serde.jsonplus import EXT_CONSTRUCTOR_POS_ARGS
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
-from chat.checkpointer.saver import DjangoCheckpointSaver, get_checkpointer
-from chat.models import Checkpoint, CheckpointBlob, CheckpointWrite
+from agentruntime.checkpointer.saver import DjangoCheckpointSaver, get_checkpointer
+from agentruntime.models import Checkpoint, CheckpointBlob, CheckpointWrite
 
 # The async methods run on the saver's own threads and connections: they only see committed data.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,7 +9,7 @@ import pytest
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import Capability
 
-from chat.checkpointer.saver import DjangoCheckpointSaver
+from agentruntime.checkpointer.saver import DjangoCheckpointSaver
 
 # The async methods run on the saver's own threads and connections: they only see committed data.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -14,7 +14,7 @@ import uuid
 import pytest
 from langgraph_sdk import get_client
 
-from chat.models import ChatEvent, ChatRun, ChatThread
+from agentruntime.models import ChatEvent, ChatRun, ChatThread
 from tests.chat.support_chat import EXAMPLE, live_chat_server
 from tests.support_processes import BASE_DIR
 

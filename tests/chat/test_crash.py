@@ -14,8 +14,8 @@ import uuid
 import httpx
 import pytest
 
-from chat.models import ChatEvent, ChatRun
-from chat.services import RESTARTED_ERROR
+from agentruntime.models import ChatEvent, ChatRun
+from agentruntime.services import RESTARTED_ERROR
 from tests.chat.support_chat import CHAT_ENV, SseReader, command, is_root_terminal, stream_events, wait_for_run_end
 from tests.support_processes import BASE_DIR, LiveServer, child_env, free_port, wait_for_http
 

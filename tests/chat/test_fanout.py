@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from chat.models import ChatEvent, ChatRun
+from agentruntime.models import ChatEvent, ChatRun
 from tests.chat.support_chat import (
     SseReader,
     command,

@@ -12,8 +12,8 @@ import uuid
 import pytest
 from asgiref.testing import ApplicationCommunicator
 
-from chat import db_executor, graph_runtime
-from chat.models import ChatRun, ChatThread
+from agentruntime import db_executor, served_graphs
+from agentruntime.models import ChatRun, ChatThread
 
 pytestmark = [pytest.mark.django_db(transaction=True),
               pytest.mark.filterwarnings("ignore::langchain_core._api.beta_decorator.LangChainBetaWarning")]
@@ -24,9 +24,9 @@ GRAPHS = {"first": "tests/chat/graphs.py:first_graph", "second": "tests/chat/gra
 def two_graphs(settings):
     settings.CHAT_ALLOW_ANONYMOUS = True
     settings.CHAT_TRACING_PROJECT = ""
-    graph_runtime.configure_graphs(GRAPHS)
+    served_graphs.configure_graphs(GRAPHS)
     yield
-    graph_runtime.configure(None)
+    served_graphs.configure(None)
     # The pool's connections would keep the test database from being dropped at the end of the session.
     db_executor.close_connections()
 
@@ -113,13 +113,13 @@ async def test_a_thread_keeps_its_graph_for_later_runs_unless_another_is_named()
 async def test_a_thread_whose_graph_is_no_longer_served_goes_on_with_the_first():
     thread = str(uuid.uuid4())
     await run(thread, "second")
-    graph_runtime.configure_graphs({"first": GRAPHS["first"]})
+    served_graphs.configure_graphs({"first": GRAPHS["first"]})
     await run(thread, "_")
     assert await served_by(thread) == "first"
     assert (await db_executor.run(lambda: ChatThread.objects.get(pk=thread).graph_name)) == "first"
 
 
 def test_configuring_no_graph_at_all_is_refused():
-    with pytest.raises(graph_runtime.GraphLoadError):
-        graph_runtime.configure_graphs({})
-    assert graph_runtime.graph_name_for("_") == "first"
+    with pytest.raises(served_graphs.GraphLoadError):
+        served_graphs.configure_graphs({})
+    assert served_graphs.graph_name_for("_") == "first"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from chat.events import hub
-from chat.events.hub import BATCH_BYTES, FilterGroup, Subscriber
-from chat.subscriptions import Subscription
+from agentruntime.events import hub
+from agentruntime.events.hub import BATCH_BYTES, FilterGroup, Subscriber
+from agentruntime.events.subscriptions import Subscription
 
 CUSTOM = Subscription(channels=frozenset({"custom"}))
 

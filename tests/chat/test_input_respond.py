@@ -11,7 +11,7 @@ import httpx
 import pytest
 from django.utils import timezone
 
-from chat.models import ChatInterrupt, ChatRun, Checkpoint
+from agentruntime.models import ChatInterrupt, ChatRun, Checkpoint
 from tests.chat.support_chat import (
     command,
     last_run_events,

@@ -11,7 +11,7 @@ import subprocess
 import httpx
 import pytest
 
-from chat.models import ChatThread
+from agentruntime.models import ChatThread
 from tests.chat.support_chat import live_chat_server
 from tests.chat.test_clients import JS_DIR, ai_text, assert_stopped, js_client_missing
 from tests.support_processes import graphs_served

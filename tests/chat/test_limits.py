@@ -8,7 +8,7 @@ import uuid
 import httpx
 import pytest
 
-from chat.models import ChatRun, ChatThread
+from agentruntime.models import ChatRun, ChatThread
 from tests.chat.support_chat import (
     SseReader,
     command,

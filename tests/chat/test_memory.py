@@ -14,10 +14,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 
+from agentruntime.interrupts import checkpoint_interrupts
+from agentruntime.served_graphs import ServedGraph
 from chat.agent.graph import build_graph
 from chat.agent.memory import Recall, Remember, file_text, listed_paths, memory_request, recalled
-from chat.graph_runtime import ServedGraph
-from chat.interrupts import checkpoint_interrupts
 from tests.chat.support_chat import live_chat_server, run_to_end
 
 FACT = "remember that my favourite number is 7"

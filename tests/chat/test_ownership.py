@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client as DjangoClient
 
-from chat.models import ChatThread
+from agentruntime.models import ChatThread
 from tests.chat.support_chat import command, live_chat_server, run_to_end
 
 pytestmark = pytest.mark.live

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from chat.models import StoreItem, StoreVector
-from chat.store.django_store import DjangoStore
+from agentruntime.models import StoreItem, StoreVector
+from agentruntime.store.django_store import DjangoStore
 from tests.chat.store_embedding import DIMS, embed_texts
 
 pytestmark = pytest.mark.django_db
 
-LIST = reverse("admin:chat_storeitem_changelist")
+LIST = reverse("admin:agentruntime_storeitem_changelist")
 
 
 @pytest.fixture
@@ -39,16 +39,16 @@ def test_the_list_searches_by_namespace_or_key_prefix(admin_client, items, query
 
 
 def test_an_item_s_page_shows_its_value_pretty_printed_and_offers_no_edit(admin_client, items):
-    url = reverse("admin:chat_storeitem_change", args=[items["favourite-number"].pk])
+    url = reverse("admin:agentruntime_storeitem_change", args=[items["favourite-number"].pk])
     page = admin_client.get(url).content.decode()
 
     assert '<pre class="store-value">{\n  &quot;content&quot;: &quot;7&quot;,' in page
     assert 'name="_save"' not in page
-    assert admin_client.get(reverse("admin:chat_storeitem_add")).status_code == 403
+    assert admin_client.get(reverse("admin:agentruntime_storeitem_add")).status_code == 403
 
 
 def test_deleting_an_item_deletes_its_vectors(admin_client, items):
-    url = reverse("admin:chat_storeitem_delete", args=[items["favourite-number"].pk])
+    url = reverse("admin:agentruntime_storeitem_delete", args=[items["favourite-number"].pk])
 
     assert admin_client.post(url, {"post": "yes"}).status_code == 302
 

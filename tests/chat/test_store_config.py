@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from chat.store import config as store_config
-from chat.store import config_shape as store_schema
+from agentruntime.store import config as store_config
+from agentruntime.store import config_shape as store_schema
 from deployments import langgraph_config
 from tests.chat.store_embedding import DIMS, embed
 

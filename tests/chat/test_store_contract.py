@@ -21,8 +21,8 @@ from langgraph.store.base import (
 )
 from langgraph.store.memory import InMemoryStore
 
-from chat import db_executor
-from chat.store.django_store import AddressTooLong, DjangoStore
+from agentruntime import db_executor
+from agentruntime.store.django_store import AddressTooLong, DjangoStore
 
 # The async methods run on the chat's database threads: they only see committed data.
 pytestmark = pytest.mark.django_db(transaction=True)

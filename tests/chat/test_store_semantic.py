@@ -13,10 +13,10 @@ from langgraph.store.base import PutOp, SearchOp
 from langgraph.store.base.embed import get_text_at_path
 from langgraph.store.memory import InMemoryStore
 
-from chat import db_executor
-from chat.models import StoreItem, StoreVector
-from chat.store import vectors as store_vectors
-from chat.store.django_store import DjangoStore
+from agentruntime import db_executor
+from agentruntime.models import StoreItem, StoreVector
+from agentruntime.store import vectors as store_vectors
+from agentruntime.store.django_store import DjangoStore
 from tests.chat.store_embedding import DIMS, aembed_texts, cosine, embed, embed_texts
 
 pytestmark = pytest.mark.django_db(transaction=True)

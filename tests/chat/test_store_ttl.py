@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from chat import db_executor
-from chat.models import StoreItem, StoreVector
-from chat.store import config as store_config
-from chat.store import config_shape as store_schema
-from chat.store.django_store import DjangoStore
-from chat.store.expiry import store_sweep_expired
+from agentruntime import db_executor
+from agentruntime.models import StoreItem, StoreVector
+from agentruntime.store import config as store_config
+from agentruntime.store import config_shape as store_schema
+from agentruntime.store.django_store import DjangoStore
+from agentruntime.store.expiry import store_sweep_expired
 from core.registry import PERIODICS
 from core.worker import Worker
 from tests.chat.store_embedding import DIMS, embed_texts

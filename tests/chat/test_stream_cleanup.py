@@ -10,9 +10,9 @@ import uuid
 import pytest
 from asgiref.testing import ApplicationCommunicator
 
-from chat import db_executor
+from agentruntime import db_executor
+from agentruntime.events.hub import hubs, poller
 from chat.consumers import open_streams
-from chat.events.hub import hubs, poller
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -47,7 +47,7 @@ def stream_scope(thread_id: str) -> dict:
 POOLS = ("chat-db", "chat-checkpointer")
 
 
-MAX_CHECKPOINTER_POOL = 4  # chat.checkpointer.saver: 4 worker threads on PostgreSQL, 1 on SQLite
+MAX_CHECKPOINTER_POOL = 4  # agentruntime.checkpointer.saver: 4 worker threads on PostgreSQL, 1 on SQLite
 
 
 def checkpointer_threads() -> list[threading.Thread]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from chat.models import ChatThread
-from chat.services import TITLE_LENGTH, shorten_title
+from agentruntime.models import ChatThread
+from agentruntime.services import TITLE_LENGTH, shorten_title
 from tests.chat.support_chat import (
     ALL_CHANNELS,
     command,

@@ -28,7 +28,7 @@ def trace_of(run_id: str, *, expected: int, timeout: float = 120) -> list[Run]:
 
 
 def chat_run_id(thread: str) -> str:
-    from chat.models import ChatRun
+    from agentruntime.models import ChatRun
 
     return str(ChatRun.objects.filter(thread_id=thread).latest("created_at").id)
 

@@ -11,12 +11,12 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, Interrupt, Send
 
+from agentruntime.events.records import dumps, infer_channel, make_event
+from agentruntime.events.subscriptions import InvalidSubscription, Subscription, parse_subscription
+from agentruntime.served_graphs import BASE_TRANSFORMERS
 from chat.agent.graph import build_graph
 from chat.agent.prompts import EXAMPLE_PROMPT
 from chat.conversion import EventConverter
-from chat.graph_runtime import BASE_TRANSFORMERS
-from chat.subscriptions import InvalidSubscription, Subscription, parse_subscription
-from chat.wire import dumps, infer_channel, make_event
 
 pytestmark = [pytest.mark.no_postgres_pass,
               pytest.mark.filterwarnings("ignore::langchain_core._api.beta_decorator.LangChainBetaWarning")]

@@ -14,7 +14,7 @@ pytest.importorskip("playwright.sync_api", reason="Browser tests need the playwr
 
 from playwright.sync_api import expect  # noqa: E402
 
-from chat.models import ChatThread  # noqa: E402
+from agentruntime.models import ChatThread  # noqa: E402
 from tests.chatui.conftest import DESKTOP, live_page_server  # noqa: E402
 from tests.chatui.support_page import (  # noqa: E402
     assistant_turns,

@@ -13,7 +13,7 @@ pytest.importorskip("playwright.sync_api", reason="Browser tests need the playwr
 
 from playwright.sync_api import expect  # noqa: E402
 
-from chat.models import ChatRun  # noqa: E402
+from agentruntime.models import ChatRun  # noqa: E402
 from tests.chatui.conftest import PHONE, live_page_server  # noqa: E402
 from tests.chatui.support_netcut import CuttableProxy  # noqa: E402
 from tests.chatui.support_page import (  # noqa: E402

@@ -35,7 +35,7 @@ if "serve_graphs" in sys.argv:
 NESTED = {**CONFIG, "graphs": {"agent": "./src/agent/graph.py:graph"}}
 # What the service's internals look like in a message: an absolute path under the revision's directory, the module
 # name a graph file is imported under, a frame of the loader.
-INTERNALS = ("/revisions/", "chat_graph_", "graph_runtime.py", "check_graphs.py", "serve_graphs.py")
+INTERNALS = ("/revisions/", "chat_graph_", "served_graphs.py", "check_graphs.py", "serve_graphs.py")
 
 
 def readme_build_log_query() -> dict[str, str]:

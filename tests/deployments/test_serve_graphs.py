@@ -13,7 +13,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from chat.store import config as store_config
+from agentruntime.store import config as store_config
 from tests.deployments.support_projects import make_project
 from tests.support_processes import ChildProcess, free_port, wait_for, wait_for_http
 

@@ -15,8 +15,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from langgraph.checkpoint.memory import InMemorySaver
 
-from chat import graph_runtime
-from chat.store import config as store_config
+from agentruntime import served_graphs
+from agentruntime.store import config as store_config
 from deployments.serving.custom_routes import load_custom_app
 from deployments.serving.process import configure_project_store, project_graph_specs
 from deployments.serving.user_errors import user_error
@@ -38,7 +38,7 @@ class Command(BaseCommand):
         checkpointer = InMemorySaver()
         for name, spec in project_graph_specs(config).items():
             try:
-                graphs[name] = graph_runtime.load_graph(spec, checkpointer=checkpointer)
+                graphs[name] = served_graphs.load_graph(spec, checkpointer=checkpointer)
             except Exception as exc:
                 self._fail(f"Graph {name!r} failed to load", exc)
         try:

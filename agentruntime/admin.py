@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from agentruntime.models import ChatEvent, ChatRun, ChatThread, StoreItem
-from agentruntime.selectors import run_list_stale
+from agentruntime.reads import run_list_stale
 from core.admin import ReadOnlyAdmin, ago_column, clipped, health_filter, id_column, short_id, short_id_link
 
 

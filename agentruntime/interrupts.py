@@ -13,7 +13,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import StateSnapshot
 
-from agentruntime import db_executor, selectors
+from agentruntime import db_executor, reads
 from agentruntime.served_graphs import ServedGraph
 
 # LangChain's HumanInTheLoopMiddleware: what each decision type must carry besides `type`.
@@ -37,7 +37,7 @@ class PendingInterrupt:
 async def pending_interrupts(served: ServedGraph, thread_id: str) -> dict[str, PendingInterrupt]:
     """The interrupts the thread's latest checkpoint waits on, by id, with the namespace each was asked at."""
     found = await checkpoint_interrupts(served, thread_id)
-    asked = await db_executor.run(selectors.interrupt_namespaces, thread_id=thread_id, interrupt_ids=list(found))
+    asked = await db_executor.run(reads.interrupt_namespaces, thread_id=thread_id, interrupt_ids=list(found))
     pending = {}
     for interrupt_id, (value, derived) in found.items():
         namespace = asked.get(interrupt_id, derived)

@@ -13,12 +13,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agentruntime import db_executor
 from agentruntime import services as chat_services
-from agentruntime.events import statements as event_sql
-from agentruntime.events.records import dumps
 from agentruntime.models import ChatRun, ChatThread
-from agentruntime.served_graphs import get_checkpointer
+from agentruntime.selectors import run_state
+from agentruntime.services import db_run, dumps, get_checkpointer
 from agentserver import selectors
 from agentserver.serializers import RunOutputSerializer
 from core import egress
@@ -58,7 +56,7 @@ async def call_webhook(request, status: str) -> None:
     # langgraph.json's http.disable_webhooks: the run still executes, its webhook is not called.
     if not url or settings.LANGGRAPH_HTTP.get("disable_webhooks"):
         return
-    payload = await db_executor.run(webhook_payload, run_id=request.run_id)
+    payload = await db_run(webhook_payload, run_id=request.run_id)
     if payload is None:
         return
     try:
@@ -76,7 +74,7 @@ async def remove_temporary_thread(request, status: str) -> None:
     if not (request.kwargs or {}).get("temporary"):
         return
     await asyncio.sleep(TEMPORARY_GRACE_SECONDS)
-    await db_executor.run(run_finish_temporary_if_left, run_id=request.run_id, thread_id=request.thread_id)
+    await db_run(run_finish_temporary_if_left, run_id=request.run_id, thread_id=request.thread_id)
 
 
 # --- A stateless run's temporary thread (`on_completion: delete`) ---------------------------------------------
@@ -101,7 +99,7 @@ def run_result_then_finish_temporary(*, run: ChatRun) -> dict:
 def run_finish_temporary_if_left(*, run_id: uuid.UUID, thread_id: str) -> None:
     """`run_finish_temporary` for a stateless run whose thread no waiting request removed: only one read when one
     did."""
-    if event_sql.run_state(run_id=run_id) is not None:
+    if run_state(run_id=run_id) is not None:
         _temporary_thread_delete(thread_id=thread_id)
 
 

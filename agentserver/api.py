@@ -11,7 +11,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agentruntime.served_graphs import get_served_graph
+from agentruntime.selectors import get_served_graph
 from agentserver import graphs, selectors, services
 from agentserver.http import (
     AgentServerApi,

@@ -14,12 +14,9 @@ from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from agentruntime import db_executor
-from agentruntime.events.records import dumps
-from agentruntime.events.subscriptions import cursor_from_last_event_id
 from agentruntime.models import ChatRun
-from agentruntime.runs.control import run_stop
-from agentruntime.runs.kinds import policy
+from agentruntime.selectors import cursor_from_last_event_id
+from agentruntime.services import db_run, dumps, policy, run_stop
 from agentserver import after_run, selectors, services, streams
 from agentserver.http import AgentServerApi, query_flag
 from agentserver.serializers import RunCreateSerializer, RunOutputSerializer
@@ -46,7 +43,7 @@ def _abandon(run, on_disconnect: str | None):
     async def cancel() -> None:
         # A run nobody claimed yet (a delayed one, or one queued behind another) ends at once; a running one is
         # asked to stop, here at once if it runs here.
-        if not await db_executor.run(services.run_cancel, run=run, rollback=False):
+        if not await db_run(services.run_cancel, run=run, rollback=False):
             await run_stop(run=run, wait=False)
 
     return cancel
@@ -57,12 +54,12 @@ def _after_stream(run):
     (whatever is left of it: run_finish_temporary needs only the run's id, thread and kwargs, which do not change)."""
     if not (run.kwargs or {}).get("temporary"):
         return None
-    return lambda: db_executor.run(after_run.run_finish_temporary, run=run)
+    return lambda: db_run(after_run.run_finish_temporary, run=run)
 
 
 async def _result_of(run_id) -> dict:
     """The ended chat run's result, read again (the run object a view holds is from before it ended)."""
-    return await db_executor.run(selectors.run_result_by_id, run_id=run_id)
+    return await db_run(selectors.run_result_by_id, run_id=run_id)
 
 
 def _result_stream(run, on_disconnect: str | None):
@@ -70,7 +67,7 @@ def _result_stream(run, on_disconnect: str | None):
         if (run.kwargs or {}).get("temporary"):
             # The result, then the temporary thread removed, in one trip to the database thread: the thread is
             # gone when the answer arrives.
-            return await db_executor.run(after_run.run_result_then_finish_temporary, run=run)
+            return await db_run(after_run.run_result_then_finish_temporary, run=run)
         return await _result_of(run.pk)
 
     return streams.result_after_end(run.thread_id, str(run.pk), since=run.start_seq, result=result,

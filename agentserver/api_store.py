@@ -18,8 +18,7 @@ from langgraph.store.base import InvalidNamespaceError, Item
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from agentruntime.store.config import store_for
-from agentruntime.store.django_store import AddressTooLong, DjangoStore
+from agentruntime.selectors import AddressTooLong, DjangoStore, store_for
 from agentserver.http import AgentServerApi, query_flag
 from core.exceptions import RequestValidationError
 from core.rest_errors import api_error_response

@@ -16,8 +16,8 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from agentruntime.access import Caller
 from agentruntime.models import ChatThread
+from agentruntime.selectors import Caller
 from agentserver import selectors, services
 from agentserver.graphs import served_graph_ids
 from agentserver.models import Cron

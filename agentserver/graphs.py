@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from agentruntime.served_graphs import served_specs
+from agentruntime.selectors import served_specs
 
 
 def served_graph_ids() -> list[str]:

@@ -16,9 +16,8 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agentruntime.access import ChatAccessError, authorize
-from agentruntime.events.records import dumps
-from agentruntime.services import thread_id_segment_problem
+from agentruntime.selectors import ChatAccessError, authorize
+from agentruntime.services import dumps, thread_id_segment_problem
 from agentserver import cors
 from agentserver.graphs import served_graph_ids
 from agentserver.selectors import system_assistant_id

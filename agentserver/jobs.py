@@ -8,8 +8,8 @@ import logging
 from django.conf import settings
 from django.utils import timezone
 
-from agentruntime import thread_ttl
 from agentruntime.models import ChatThread
+from agentruntime.selectors import thread_ttl_current
 from agentserver.models import Cron
 from core.registry import periodic
 
@@ -25,7 +25,7 @@ def sweep_expired_threads() -> None:
     # actually expires.
     from agentserver import selectors, services
 
-    for thread in selectors.threads_expired(now=timezone.now(), limit=thread_ttl.current().sweep_limit):
+    for thread in selectors.threads_expired(now=timezone.now(), limit=thread_ttl_current().sweep_limit):
         outcome = services.thread_expire(thread=thread)
         log.info("thread %s expired: %s", thread.id, outcome)
 

@@ -5,10 +5,8 @@ before checkpointing anything."""
 
 from __future__ import annotations
 
-from agentruntime.events.frames import Frame, end_frame, frame_channel
-from agentruntime.events.records import dumps
 from agentruntime.models import ChatRun
-from agentruntime.runs.kinds import Events, RunKindPolicy, after_run, register
+from agentruntime.services import Events, Frame, RunKindPolicy, after_run, dumps, end_frame, frame_channel, register
 from core.protocol_errors import error_body
 
 # How long the first batch of an Agent Server run's events waits for more (a quick run is stored in one write).

@@ -8,10 +8,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from agentruntime.events.records import WireEvent, make_event, updates_events
-from agentruntime.interrupts import checkpoint_interrupts
 from agentruntime.models import ChatRun
-from agentruntime.runs.commands import command_from
+from agentruntime.selectors import checkpoint_interrupts
+from agentruntime.services import WireEvent, command_from, make_event, updates_events
 from agentserver.stream_modes import FrameMaker, graph_modes
 
 

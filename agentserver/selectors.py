@@ -12,13 +12,9 @@ import orjson
 from django.db import connection
 from django.db.models import Field, QuerySet
 
-from agentruntime.access import Caller
-from agentruntime.events import statements as event_sql
-from agentruntime.events.frames import frame_channel
 from agentruntime.models import ChatEvent, ChatRun, ChatThread
-from agentruntime.selectors import thread_expired
-from agentruntime.served_graphs import ServedGraph, get_served_graph
-from agentruntime.services import thread_owned_by
+from agentruntime.selectors import Caller, ServedGraph, get_served_graph, run_frame_payloads, run_state, thread_expired
+from agentruntime.services import frame_channel, thread_owned_by
 from agentserver.graphs import served_graph_ids
 from agentserver.models import Assistant, AssistantVersion
 from agentserver.state import snapshot_get
@@ -240,11 +236,11 @@ def run_list(*, caller: Caller, thread_id: str, limit: int, offset: int, status:
 def run_result_by_id(*, run_id: uuid.UUID | str) -> dict[str, Any]:
     """`run_result` of the run as stored now, in two written-out statements: every runs.wait reads it."""
     run_id = uuid.UUID(str(run_id))
-    state = event_sql.run_state(run_id=run_id)
+    state = run_state(run_id=run_id)
     if state is None:
         raise NotFound(f"Run {run_id} not found")
     thread_id, status, error = state
-    payloads = event_sql.run_frame_payloads(thread_id=thread_id, run_id=run_id, channel=frame_channel(run_id))
+    payloads = run_frame_payloads(thread_id=thread_id, run_id=run_id, channel=frame_channel(run_id))
     return _result(thread_id=thread_id, status=status, error=error, payloads=payloads)
 
 

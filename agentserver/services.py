@@ -17,12 +17,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from agentruntime import services as chat_services
-from agentruntime import thread_ttl
-from agentruntime.access import Caller
 from agentruntime.models import ChatRun, ChatThread
-from agentruntime.runs.control import run_stop
-from agentruntime.runs.queue import notify_executors
-from agentruntime.served_graphs import get_checkpointer
+from agentruntime.selectors import Caller, thread_ttl_default, thread_ttl_expiry
+from agentruntime.services import get_checkpointer, notify_executors, run_stop
 from agentserver import selectors
 from agentserver.graphs import served_graph_ids
 from agentserver.models import Assistant, AssistantVersion, Cron
@@ -155,7 +152,7 @@ def assistant_delete(*, caller: Caller, assistant: Assistant, delete_threads: bo
 
 
 # --- Threads --------------------------------------------------------------------------------------------------
-_expiry = thread_ttl.expiry
+_expiry = thread_ttl_expiry
 
 
 def thread_create(*, caller: Caller, thread_id: str | None = None, metadata: dict | None = None,
@@ -166,7 +163,7 @@ def thread_create(*, caller: Caller, thread_id: str | None = None, metadata: dic
         Conflict: the id exists (anyone's: ids are global) and `if_exists` is "raise".
     """
     thread_id = thread_id or str(uuid.uuid4())
-    ttl = ttl or thread_ttl.default_ttl()
+    ttl = ttl or thread_ttl_default()
     try:
         with transaction.atomic():
             return chat_services.thread_create(thread_id=thread_id, owner=caller.owner_fields, metadata=metadata,
@@ -318,7 +315,7 @@ def _new_thread(*, caller: Caller, assistant: Assistant, data: dict) -> tuple[Ch
     """A stateless run's thread, created as `_remember_graph` would leave it (one statement instead of two);
     (the thread, whether it is temporary, True: the run created it)."""
     thread = chat_services.thread_create(thread_id=str(uuid.uuid4()), owner=caller.owner_fields,
-                                         metadata=_graph_marks(assistant), ttl=thread_ttl.default_ttl(),
+                                         metadata=_graph_marks(assistant), ttl=thread_ttl_default(),
                                          has_state=True, graph_name=assistant.graph_id)
     return thread, data.get("on_completion", "delete") == "delete", True
 

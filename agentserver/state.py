@@ -13,7 +13,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import InvalidUpdateError
 from langgraph.types import StateSnapshot
 
-from agentruntime.served_graphs import ServedGraph
+from agentruntime.selectors import ServedGraph
 
 
 class InvalidStateRequest(ValueError):

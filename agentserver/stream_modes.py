@@ -24,8 +24,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, BaseMessageChunk, convert_to_messages, message_chunk_to_message
 from langgraph.types import Command, Interrupt, Send
 
-from agentruntime.events.frames import Frame, frame_channel
-from agentruntime.events.records import dumps, to_jsonable
+from agentruntime.services import Frame, dumps, frame_channel, to_jsonable
 from core.protocol_errors import error_body
 
 STREAM_MODES = ("values", "updates", "messages", "messages-tuple", "events", "debug", "custom", "tasks",

@@ -14,11 +14,10 @@ from collections.abc import AsyncIterator
 from django.conf import settings
 from django.http import StreamingHttpResponse
 
-from agentruntime import db_executor, selectors
-from agentruntime.events.hub import Subscriber, hubs, wait_event
-from agentruntime.events.records import dumps
-from agentruntime.events.subscriptions import END_OF_RUN, FramesSubscription
+from agentruntime import selectors
 from agentruntime.models import ChatRun
+from agentruntime.selectors import END_OF_RUN, FramesSubscription, Subscriber, hubs, wait_event
+from agentruntime.services import db_run, dumps
 
 STATUS_POLL_SECONDS = 0.25
 FALLBACK_STATUS_SECONDS = 1.0
@@ -37,7 +36,7 @@ async def _stored(thread_id: str, subscription: FramesSubscription, cursor: _Cur
     run's end marker."""
     out: list[bytes] = []
     while not cursor.ended:
-        events = await db_executor.run(selectors.events_after, thread_id=thread_id, after_seq=cursor.seq)
+        events = await db_run(selectors.events_after, thread_id=thread_id, after_seq=cursor.seq)
         for event in events:
             cursor.seq = event.seq
             if not subscription.matches(event.channel, event.namespace):
@@ -80,7 +79,7 @@ async def frames(thread_id: str, run_id: str | None, *, since: int, on_abandon=N
             out = _live(subscriber, subscription, cursor)
             if run_id and not cursor.ended and time.monotonic() >= next_status:
                 next_status = time.monotonic() + status_every
-                if await db_executor.run(_ended, run_id):
+                if await db_run(_ended, run_id):
                     # Whatever was stored before the end and not delivered yet, then the end.
                     out += await _stored(thread_id, subscription, cursor)
                     cursor.ended = True
@@ -142,5 +141,5 @@ def json_stream_response(stream: AsyncIterator[bytes], headers: dict[str, str]) 
 
 
 async def last_seq_of(thread_id: str) -> int:
-    state = await db_executor.run(selectors.thread_cursor_state, thread_id=thread_id)
+    state = await db_run(selectors.thread_cursor_state, thread_id=thread_id)
     return state[0] if state else 0

@@ -15,7 +15,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agentruntime.access import Caller, ChatAccessError, authorize
+from agentruntime.selectors import Caller, ChatAccessError, authorize
 from chat.memories import memory_delete, memory_list
 from core.exceptions import RequestValidationError, ServiceError
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from agentruntime.served_graphs import ServedGraph
+from agentruntime.selectors import ServedGraph
 
 
 class NoSuchCheckpoint(LookupError):

@@ -13,11 +13,18 @@ from collections import Counter
 
 from django.conf import settings
 
-from agentruntime import db_executor, selectors, services
-from agentruntime.access import Caller, ChatAccessError
-from agentruntime.events.hub import BATCH_BYTES, Subscriber, hubs, wait_event
-from agentruntime.events.subscriptions import parse_subscription
-from agentruntime.served_graphs import get_served_graph
+from agentruntime import selectors, services
+from agentruntime.selectors import (
+    BATCH_BYTES,
+    Caller,
+    ChatAccessError,
+    Subscriber,
+    get_served_graph,
+    hubs,
+    parse_subscription,
+    wait_event,
+)
+from agentruntime.services import db_run
 from chat import protocol_commands
 from chat.branches import NoSuchCheckpoint, branch_map, checkpoint_tree, off_branch_runs
 from chat.sse_consumer import BadBody, ChatConsumer, parse_json, validated
@@ -40,7 +47,7 @@ class ThreadListConsumer(ChatConsumer):
     async def respond(self, body: bytes) -> None:
         caller = await self.caller()
         query = self.query_value("q")[:services.TITLE_MAX_LENGTH]
-        threads = await db_executor.run(selectors.thread_list_for_caller, caller=caller, title_contains=query)
+        threads = await db_run(selectors.thread_list_for_caller, caller=caller, title_contains=query)
         await self.send_json(200, [thread_summary(t) for t in threads])
 
 
@@ -56,7 +63,7 @@ class BranchesConsumer(ChatConsumer):
 
     async def respond(self, body: bytes) -> None:
         caller = await self.caller()
-        thread = await db_executor.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
+        thread = await db_run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
         nodes = await checkpoint_tree(get_served_graph(thread.graph_name), thread.id)
         if not nodes:
             return await self.send_error(404, "not_found", f"Thread {thread.id} not found")
@@ -75,7 +82,7 @@ class ApprovalsConsumer(ChatConsumer):
 
     async def respond(self, body: bytes) -> None:
         caller = await self.caller()
-        thread = await db_executor.run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
+        thread = await db_run(selectors.thread_get_for_caller, thread_id=self.thread_id, caller=caller)
         approvals = await thread_approvals(get_served_graph(thread.graph_name), thread.id)
         await self.send_json(200, {"approvals": approvals})
 
@@ -131,8 +138,8 @@ class StreamConsumer(ChatConsumer):
         caller = await self.caller()
         last_event_id = self.headers.get("last-event-id")
         subscription = validated(body, lambda payload: parse_subscription(payload, last_event_id), default={})
-        thread = await db_executor.run(services.thread_claim, thread_id=self.thread_id, caller=caller)
-        cursor = await db_executor.run(selectors.thread_cursor_state, thread_id=thread.id)
+        thread = await db_run(services.thread_claim, thread_id=self.thread_id, caller=caller)
+        cursor = await db_run(selectors.thread_cursor_state, thread_id=thread.id)
         last_seq, expired_through = cursor or (0, 0)
         if subscription.since is not None and subscription.since > last_seq:
             # Events are stored before anyone sees them, so no client can have seen an id past the last one.
@@ -160,7 +167,7 @@ class StreamConsumer(ChatConsumer):
             await self.send_body(b": connected\n\n", more_body=True)
             cursor = subscription.since
             if cursor is None:
-                cursor = await db_executor.run(selectors.replay_start, thread_id=thread_id,
+                cursor = await db_run(selectors.replay_start, thread_id=thread_id,
                                                scope=settings.CHAT_REPLAY_SCOPE)
             # Runs of branches the thread has left (an edit or a regeneration forked it) are not replayed: the
             # client would take their `values` for the thread's state.
@@ -182,7 +189,7 @@ class StreamConsumer(ChatConsumer):
     async def _replay(self, thread_id: str, subscriber: Subscriber, cursor: int, skipped=frozenset()) -> int:
         matches = subscriber.subscription.matches
         while True:
-            events = await db_executor.run(selectors.events_after, thread_id=thread_id, after_seq=cursor,
+            events = await db_run(selectors.events_after, thread_id=thread_id, after_seq=cursor,
                                            exclude_runs=skipped)
             frames = [subscriber.subscription.frame(e) for e in events if matches(e.channel, e.namespace)]
             if frames:

@@ -13,7 +13,7 @@ fixes each difference:
 6. Tool-call argument streaming uses `tool-call-delta`, which the 1.x JS client ignores: it becomes `block-delta`
    with the accumulated arguments in a `tool_call_chunk`.
 7. No `event_id` and `seq` restarting per run: `seq` is assigned per thread by the event store
-   (agentruntime/services/event_log.py) and `event_id` is `str(seq)`.
+   (agentruntime/writes/event_log.py) and `event_id` is `str(seq)`.
 8. Namespaces. `tools` events arrive at the namespace of the graph the tool runs in (the coordinator's `task` calls
    at `[]`, a subagent's tool calls at `["tools:<T>"]`); the JS wire puts each tool execution at its own Pregel task
    namespace (§5.3): `task` calls at `["tools:<T>"]`, where that subagent then runs, and a subagent's tool calls at
@@ -37,7 +37,7 @@ from typing import Any
 from langchain_core.messages import AIMessageChunk, BaseMessage, ToolMessage
 from langgraph.stream import ProtocolEvent, StreamTransformer
 
-from agentruntime.events.records import WireEvent, make_event, updates_events
+from agentruntime.services import WireEvent, make_event, updates_events
 
 _LIFECYCLE_EVENTS = {"started", "running", "completed", "failed", "interrupted"}
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from django.db.models import QuerySet
 
 from agentruntime.models import StoreItem
-from agentruntime.store.django_store import namespace_text
+from agentruntime.selectors import namespace_text
 from chat.agent.memory import MEMORY_NAMESPACE, MEMORY_ROUTE
 from core.exceptions import NotFound
 

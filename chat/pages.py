@@ -34,7 +34,7 @@ _versions: dict[tuple, str] = {}
 
 def offline_model_in_use() -> bool:
     """Whether runs are answered by the offline scripted model: the default graph with CHAT_MODEL unset."""
-    from agentruntime.served_graphs import served_spec
+    from agentruntime.selectors import served_spec
 
     return not settings.CHAT_MODEL.strip() and served_spec() == DEFAULT_GRAPH
 

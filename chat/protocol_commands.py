@@ -11,10 +11,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from agentruntime import db_executor, selectors, services
-from agentruntime.access import Caller
-from agentruntime.runs.start import CommandError, start_run
-from agentruntime.served_graphs import get_served_graph
+from agentruntime import selectors, services
+from agentruntime.selectors import Caller, get_served_graph
+from agentruntime.services import CommandError, db_run, start_run
 from chat.respond import input_respond
 from chat.threads import NoSuchNamespace, namespace_checkpoints, namespace_state
 from core.protocol_errors import error_body
@@ -87,9 +86,9 @@ async def execute(command: Command, *, caller: Caller, thread_id: str) -> dict:
 
         return await input_respond(command.params, caller=caller, thread_id=thread_id)
     if command.method in CLAIMING:
-        thread = await db_executor.run(services.thread_claim, thread_id=thread_id, caller=caller)
+        thread = await db_run(services.thread_claim, thread_id=thread_id, caller=caller)
     else:
-        thread = await db_executor.run(selectors.thread_get_for_caller, thread_id=thread_id, caller=caller)
+        thread = await db_run(selectors.thread_get_for_caller, thread_id=thread_id, caller=caller)
     handler = {
         "run.start": _run_start, "state.fork": _state_fork, "state.get": _state_get,
         "state.listCheckpoints": _list_checkpoints, "agent.getTree": _agent_tree,
@@ -151,14 +150,14 @@ async def _agent_tree(params: dict, thread) -> dict:
     run_id = _optional_string(params, "run_id")
     if run_id:
         try:
-            run = await db_executor.run(selectors.run_get, thread=thread, run_id=uuid.UUID(run_id))
+            run = await db_run(selectors.run_get, thread=thread, run_id=uuid.UUID(run_id))
         except ValueError:
             run = None
     else:
-        run = await db_executor.run(selectors.run_latest, thread=thread)
+        run = await db_run(selectors.run_latest, thread=thread)
     if run is None:
         raise CommandError("no_such_run", f"Run {run_id} not found." if run_id else "This thread has no run yet.")
-    events = await db_executor.run(selectors.run_lifecycle_events, run=run)
+    events = await db_run(selectors.run_lifecycle_events, run=run)
     return {"tree": build_tree(run, events)}
 
 

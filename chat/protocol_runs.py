@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 
 from agentruntime.models import ChatRun
-from agentruntime.runs.commands import command_from
+from agentruntime.services import command_from
 from chat.conversion import EventConverter
 
 

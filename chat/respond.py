@@ -10,18 +10,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentruntime import db_executor, selectors
-from agentruntime.access import Caller
-from agentruntime.interrupts import InvalidResponse, PendingInterrupt, check_response, pending_interrupts
-from agentruntime.runs.start import CommandError, start_run
-from agentruntime.served_graphs import get_served_graph
+from agentruntime import selectors
+from agentruntime.selectors import (
+    Caller,
+    InvalidResponse,
+    PendingInterrupt,
+    check_response,
+    get_served_graph,
+    pending_interrupts,
+)
+from agentruntime.services import CommandError, db_run, start_run
 from core.exceptions import NotFound
 
 
 async def input_respond(params: dict, *, caller: Caller, thread_id: str) -> dict:
     answers = _answers(params)
     try:
-        thread = await db_executor.run(selectors.thread_get_for_caller, thread_id=thread_id, caller=caller)
+        thread = await db_run(selectors.thread_get_for_caller, thread_id=thread_id, caller=caller)
     except NotFound:
         # Not the caller's thread (or none at all): the command names no thread it may answer in.
         raise CommandError("invalid_argument", f"Thread {thread_id} is not one of yours: interrupts are answered "

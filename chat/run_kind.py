@@ -4,9 +4,8 @@ where it runs when cancelled."""
 
 from __future__ import annotations
 
-from agentruntime.events.records import lifecycle_event
 from agentruntime.models import ChatRun
-from agentruntime.runs.kinds import Events, RunKindPolicy, register
+from agentruntime.services import Events, RunKindPolicy, lifecycle_event, register
 
 
 def _unclaimed(run: ChatRun) -> Events:

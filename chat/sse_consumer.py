@@ -16,10 +16,8 @@ from channels.generic.http import AsyncHttpConsumer
 from django.conf import settings
 from django.db import OperationalError
 
-from agentruntime import db_executor
-from agentruntime.access import Caller, ChatAccessError, authorize
-from agentruntime.events.records import dumps
-from agentruntime.services import thread_id_segment_problem
+from agentruntime.selectors import Caller, ChatAccessError, authorize
+from agentruntime.services import db_run, dumps, thread_id_segment_problem
 from core import json_input
 from core.exceptions import NotFound
 from core.protocol_errors import error_body
@@ -148,7 +146,7 @@ class ChatConsumer(AsyncHttpConsumer):
         front of every chat consumer).
         """
         client = self.scope.get("client") or ("", 0)
-        return await db_executor.run(authorize, headers=self.headers, client_host=client[0] or "",
+        return await db_run(authorize, headers=self.headers, client_host=client[0] or "",
                                      user=self.scope.get("user"), write=write)
 
     # --- responses -------------------------------------------------------------------------------------------

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentruntime import db_executor, selectors
-from agentruntime.interrupts import pending_interrupts
-from agentruntime.served_graphs import ServedGraph
+from agentruntime import selectors
+from agentruntime.selectors import ServedGraph, pending_interrupts
+from agentruntime.services import db_run
 
 
 async def thread_approvals(served: ServedGraph, thread_id: str) -> list[dict[str, Any]]:
@@ -20,13 +20,13 @@ async def thread_approvals(served: ServedGraph, thread_id: str) -> list[dict[str
     cancelled, or a message was sent instead) is left out. `task_call_id` is the coordinator's `task` call whose
     subagent asked (null for the coordinator's own calls)."""
     pending = await pending_interrupts(served, thread_id)
-    asked = await db_executor.run(selectors.interrupt_requests, thread_id=thread_id)
-    answers = await db_executor.run(selectors.interrupt_answers, thread_id=thread_id)
+    asked = await db_run(selectors.interrupt_requests, thread_id=thread_id)
+    answers = await db_run(selectors.interrupt_answers, thread_id=thread_id)
     seen = {interrupt_id for interrupt_id, _, _ in asked}
     # Asked by a run whose events are gone (retention) or never stored: the checkpoint still says what it asks.
     asked += [(i.id, i.namespace, i.value) for i in pending.values() if i.id not in seen]
     segments = {namespace[0] for _, namespace, _ in asked if namespace}
-    tasks = await db_executor.run(selectors.task_call_ids, thread_id=thread_id, segments=segments)
+    tasks = await db_run(selectors.task_call_ids, thread_id=thread_id, segments=segments)
     approvals = []
     for interrupt_id, namespace, request in asked:
         if interrupt_id in pending:

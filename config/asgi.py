@@ -32,8 +32,7 @@ if settings.SERVE_STATIC:
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from agentruntime.runs.execution import fail_runs_of_predecessor  # noqa: E402
-from agentruntime.runs.queue import ExecutorStarter  # noqa: E402
+from agentruntime.services import ExecutorStarter, fail_runs_of_predecessor  # noqa: E402
 from chat.routing import http_routes  # noqa: E402
 from core.asgi_routes import asgi_route  # noqa: E402
 from core.sqlite import hold_database_files  # noqa: E402

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from agentruntime.store import config_shape as store_schema
+from agentruntime.services import StoreConfigError, store_config_check
 from deployments import langgraph_http
 
 # Top-level packages of this service: a project module with one of these names would be shadowed.
@@ -76,8 +76,8 @@ def load(*, source_root: Path, config_path: str) -> ProjectConfig:
         raise ConfigError("JavaScript graphs (node_version) are not supported by the local runner.")
     config = ProjectConfig(path=path, graphs=_graphs(data, path, root))
     try:
-        store_schema.check(data.get("store"))
-    except store_schema.StoreConfigError as exc:
+        store_config_check(data.get("store"))
+    except StoreConfigError as exc:
         raise ConfigError(str(exc)) from None
     _dependencies(data, config, root)
     _python_version(data, config)

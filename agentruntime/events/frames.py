@@ -19,7 +19,7 @@ def frame_channel(run_id) -> str:
 
 @dataclass(slots=True)
 class Frame:
-    """One SSE frame before the store numbers it; stored like a protocol event (agentruntime.services.events_append)."""
+    """One SSE frame before the store numbers it; stored like a protocol event (agentruntime.writes.events_append)."""
 
     event: str
     data: bytes

@@ -27,7 +27,7 @@ from django.conf import settings
 from agentruntime import db_executor
 from agentruntime.events.records import StoredEvent
 from agentruntime.events.subscriptions import FramesSubscription, Subscription
-from agentruntime.selectors import PAGE, events_after, thread_cursor_state, thread_last_seqs
+from agentruntime.reads import PAGE, events_after, thread_cursor_state, thread_last_seqs
 
 log = logging.getLogger("agentruntime.events.hub")
 WAKE_TYPE = "chat.wake"

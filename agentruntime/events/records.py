@@ -2,7 +2,7 @@
 values and updates; a protocol run all of its events, chat/conversion.py), numbered per thread, and the JSON encoding
 the runtime uses for everything it stores and sends.
 
-`seq` is assigned per thread by the event store (agentruntime/services/event_log.py) and `event_id` is `str(seq)`.
+`seq` is assigned per thread by the event store (agentruntime/writes/event_log.py) and `event_id` is `str(seq)`.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Each batch of a run's events bumps its thread's counter, checks that the run is still running and inserts the
 events; each stream and waiter reads where its thread's log ends and what it holds. Building and compiling such a
 query through the ORM costs ten times what SQLite takes to run it (≈150 µs against ≈15 µs), and it holds the GIL
-against the event loop that runs the graphs and the streams. The public functions stay in agentruntime/services/ and
-agentruntime/selectors.py; this module only executes, on the calling thread's connection (and transaction).
+against the event loop that runs the graphs and the streams. The public functions stay in agentruntime/writes/ and
+agentruntime/reads.py; this module only executes, on the calling thread's connection (and transaction).
 """
 
 from __future__ import annotations

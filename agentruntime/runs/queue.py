@@ -6,7 +6,7 @@ database's one-running-run-per-thread constraint settles races between processes
 process's identity and executes it (agentruntime/runs/execution.py), at most CHAT_RUN_CONCURRENCY at once. The
 heartbeat the
 executing task refreshes is the lease: a run whose executor died is retried once by the sweeper when nothing of it was
-checkpointed, and failed otherwise (agentruntime/services/run_records.py `run_fail_dead`).
+checkpointed, and failed otherwise (agentruntime/writes/run_records.py `run_fail_dead`).
 
 Where executors run is a setting: with CHAT_RUN_EXECUTOR "web" (the embedded default) every server process runs
 one, started by the first request it serves (`ExecutorStarter`); with "worker", only `run_worker` processes do
@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, connections, transaction
 from django.utils import timezone
 
-from agentruntime import db_executor, services
+from agentruntime import db_executor, writes
 from agentruntime.access import owner_scope
 from agentruntime.events import statements as event_sql
 from agentruntime.events.hub import wait_event
@@ -126,7 +126,7 @@ def _workspace_id(value) -> uuid.UUID | None:
 def request_for(run: ChatRun, owner: ThreadOwner) -> RunRequest:
     """What the runner needs to execute a claimed run of a thread of this owner."""
     kwargs = run.kwargs or {}
-    workspace_id = owner.workspace_id or services.chat_workspace_id()
+    workspace_id = owner.workspace_id or writes.chat_workspace_id()
     return RunRequest(thread_id=run.thread_id, run_id=run.pk, input=kwargs.get("input"),
                       checkpoint_id=(kwargs.get("checkpoint") or {}).get("checkpoint_id"),
                       metadata=run.metadata or {}, tracing_workspace_id=workspace_id,

@@ -8,7 +8,7 @@ import functools
 import time
 import uuid
 
-from agentruntime import db_executor, selectors, services
+from agentruntime import db_executor, reads, writes
 from agentruntime.access import owner_scope
 from agentruntime.models import ChatRun
 from agentruntime.runs import control as run_control
@@ -19,7 +19,7 @@ from agentruntime.served_graphs import get_served_graph, graph_name_for
 # How long a run.start waits for a run whose cancel was already requested to end before refusing. The JS client's
 # stop() cancels without waiting (202) and may start the next run at once; a cancelled run ends within about a
 # second (the cancel flag is polled every 0.5 s by the process executing it), or is ended here once its process is
-# known to be gone (at the latest services.CANCEL_ACK_SECONDS after the cancel: agentruntime.runs.control).
+# known to be gone (at the latest writes.CANCEL_ACK_SECONDS after the cancel: agentruntime.runs.control).
 CANCELLED_RUN_WAIT_SECONDS = 5.0
 
 
@@ -36,7 +36,7 @@ async def start_run(thread, run_input: dict | None, *, checkpoint_id: str | None
     the first served graph); its events go to the thread's log.
 
     A resume passes its `command` and `answering` (the answered interrupts' ids → their namespaces): they are claimed
-    with the run's registration, once (services.run_create_answering).
+    with the run's registration, once (writes.run_create_answering).
     """
     graph_name = graph_name_for(assistant_id, current=thread.graph_name)
     if checkpoint_id:
@@ -52,14 +52,14 @@ async def start_run(thread, run_input: dict | None, *, checkpoint_id: str | None
         "graph_name": graph_name, "metadata": metadata,
         "kwargs": {"input": run_input, "checkpoint": {"checkpoint_id": checkpoint_id} if checkpoint_id else None,
                    **kwargs}}
-    create = services.run_register if answering is None else functools.partial(
-        services.run_create_answering, answers=(command or {}).get("resume") or {}, namespaces=answering)
+    create = writes.run_register if answering is None else functools.partial(
+        writes.run_create_answering, answers=(command or {}).get("resume") or {}, namespaces=answering)
     await _create_run(thread, run_id, queue, create)
-    await db_executor.run(services.thread_touch, thread=thread, messages=(run_input or {}).get("messages"),
+    await db_executor.run(writes.thread_touch, thread=thread, messages=(run_input or {}).get("messages"),
                           graph_name=graph_name)
     if queue is not None:
         return run_id
-    workspace_id = thread.workspace_id or await db_executor.run(services.chat_workspace_id)
+    workspace_id = thread.workspace_id or await db_executor.run(writes.chat_workspace_id)
     runs.start(RunRequest(thread_id=thread.id, run_id=run_id, input=run_input, checkpoint_id=checkpoint_id,
                           metadata=metadata, tracing_workspace_id=workspace_id, graph_name=graph_name, kwargs=kwargs,
                           store_scope=owner_scope(thread.owner_kind, thread.workspace_id, thread.user_id)))
@@ -71,30 +71,30 @@ async def _create_run(thread, run_id: uuid.UUID, queue: dict | None, create) -> 
     try:
         await _create(create, thread, run_id, queue)
         return
-    except services.RunActive as exc:
+    except writes.RunActive as exc:
         if not await _cancelled_run_ended(exc.run_id):
             raise CommandError("invalid_argument", exc.detail) from None
     try:
         await _create(create, thread, run_id, queue)
-    except services.RunActive as exc:
+    except writes.RunActive as exc:
         raise CommandError("invalid_argument", exc.detail) from None
 
 
 async def _create(create, thread, run_id: uuid.UUID, queue: dict | None) -> None:
     try:
         await db_executor.run(create, thread=thread, run_id=run_id, queue=queue)
-    except services.InterruptAnswered as exc:
+    except writes.InterruptAnswered as exc:
         raise CommandError("no_such_interrupt", f"{exc} An interrupt is answered once.") from None
 
 
 async def _cancelled_run_ended(run_id) -> bool:
     """Wait (bounded) for an active run to end, if and only if its cancel was requested; whether it ended.
 
-    A cancelled run whose process is gone is ended here (services.run_orphan_reason).
+    A cancelled run whose process is gone is ended here (writes.run_orphan_reason).
     """
     deadline = time.monotonic() + CANCELLED_RUN_WAIT_SECONDS
     while True:
-        state = await db_executor.run(selectors.run_cancel_state, run_id=run_id)
+        state = await db_executor.run(reads.run_cancel_state, run_id=run_id)
         if state is None or state[0] != ChatRun.Status.RUNNING:
             return True
         if not state[1] or time.monotonic() >= deadline:

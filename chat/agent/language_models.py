@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from langchain_core.language_models import BaseChatModel
 
-from agentruntime.served_graphs import ConfigurationError
+from agentruntime.selectors import ConfigurationError
 from chat.agent.providers import missing_provider_key, model_provider
 from chat.agent.scripted import ScriptedChatModel
 

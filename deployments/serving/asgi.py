@@ -44,7 +44,7 @@ django_app = SharedThreadASGIHandler()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from agentruntime.runs.queue import ExecutorStarter  # noqa: E402
+from agentruntime.services import ExecutorStarter  # noqa: E402
 from chat.routing import http_routes  # noqa: E402
 from core.asgi_routes import asgi_route  # noqa: E402
 from core.daphne_compat import disable_twisted_form_parsing  # noqa: E402

@@ -20,7 +20,8 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agentruntime.served_graphs import GraphLoadError, import_object
+from agentruntime.selectors import GraphLoadError
+from agentruntime.services import import_object
 from core import rest_errors
 from deployments.serving.project_cors import CorsRules
 

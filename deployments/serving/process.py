@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentruntime.store import config as store_config
+from agentruntime.services import store_configure
 
 
 def project_graph_specs(config_path: str | Path) -> dict[str, str]:
@@ -33,4 +33,4 @@ def configure_project_store(config_path: str | Path) -> None:
     """Give the graphs and the /store routes the store langgraph.json's `store` describes (its index, its TTLs),
     `./file.py` embedding functions resolved against the project's directory (raises StoreConfigError)."""
     path = Path(config_path).resolve()
-    store_config.configure(json.loads(path.read_text(encoding="utf-8")).get("store"), base_dir=path.parent)
+    store_configure(json.loads(path.read_text(encoding="utf-8")).get("store"), base_dir=path.parent)

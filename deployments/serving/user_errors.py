@@ -13,7 +13,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentruntime.served_graphs import MODULE_PREFIX, GraphLoadError
+from agentruntime.selectors import MODULE_PREFIX, GraphLoadError
 
 
 @dataclass(frozen=True)

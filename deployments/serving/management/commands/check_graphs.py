@@ -15,8 +15,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from langgraph.checkpoint.memory import InMemorySaver
 
-from agentruntime import served_graphs
-from agentruntime.store import config as store_config
+from agentruntime.services import StoreConfigError, load_graph
 from deployments.serving.custom_routes import load_custom_app
 from deployments.serving.process import configure_project_store, project_graph_specs
 from deployments.serving.user_errors import user_error
@@ -38,12 +37,12 @@ class Command(BaseCommand):
         checkpointer = InMemorySaver()
         for name, spec in project_graph_specs(config).items():
             try:
-                graphs[name] = served_graphs.load_graph(spec, checkpointer=checkpointer)
+                graphs[name] = load_graph(spec, checkpointer=checkpointer)
             except Exception as exc:
                 self._fail(f"Graph {name!r} failed to load", exc)
         try:
             configure_project_store(config)  # the store's embedding function loads, or the build fails here
-        except store_config.StoreConfigError as exc:
+        except StoreConfigError as exc:
             self._report(str(exc))
         for name, served in graphs.items():
             nodes = ", ".join(n for n in served.graph.get_graph().nodes if not n.startswith("__"))

@@ -20,9 +20,9 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
-from agentruntime import served_graphs, thread_ttl
 from agentruntime import services as chat_services
-from agentruntime.store import config as store_config
+from agentruntime.selectors import get_served_graph
+from agentruntime.services import StoreConfigError, configure_graphs, thread_ttl_configure
 from core.worker import Worker
 from deployments.serving.process import configure_project_store, project_graph_specs, project_thread_ttl
 from deployments.serving.user_errors import user_error
@@ -46,7 +46,7 @@ class Command(BaseCommand):
         try:
             specs = project_graph_specs(config)
             # Threads expire as the project's checkpointer.ttl says (agentruntime.thread_ttl).
-            thread_ttl.configure(project_thread_ttl(config))
+            thread_ttl_configure(project_thread_ttl(config))
         except (OSError, ValueError) as exc:
             raise CommandError(f"Cannot read {config}: {exc}") from None
         if not specs:
@@ -54,9 +54,9 @@ class Command(BaseCommand):
         migrate_in_child()
         try:
             configure_project_store(config)
-        except store_config.StoreConfigError as exc:
+        except StoreConfigError as exc:
             raise CommandError(str(exc)) from None
-        served_graphs.configure_graphs(specs)
+        configure_graphs(specs)
         # Load them all now: a graph that cannot load fails the start (and the deploy), not the first request.
         for name in specs:
             self._load(name, project=Path(config).resolve().parent)
@@ -76,7 +76,7 @@ class Command(BaseCommand):
     def _load(self, name: str, *, project: Path) -> None:
         """Load graph `name`, or exit with its error as the project's author reads it (their file and frames)."""
         try:
-            served_graphs.get_served_graph(name)
+            get_served_graph(name)
         except Exception as exc:
             error = user_error(exc, project=project)
             if error.traceback:

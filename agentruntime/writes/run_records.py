@@ -17,7 +17,7 @@ from agentruntime.events.frames import Frame
 from agentruntime.events.records import WireEvent, lifecycle_event
 from agentruntime.models import ChatInterrupt, ChatRun, ChatThread, Checkpoint
 from agentruntime.runs.kinds import policy
-from agentruntime.services.event_log import events_append
+from agentruntime.writes.event_log import events_append
 from core import process_identity
 from core.exceptions import Conflict
 

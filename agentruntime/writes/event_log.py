@@ -14,7 +14,7 @@ from agentruntime.events import statements as event_sql
 from agentruntime.events.frames import Frame
 from agentruntime.events.records import StoredEvent, WireEvent
 from agentruntime.models import ChatEvent, ChatRun, ChatThread
-from agentruntime.services.thread_records import thread_not_found
+from agentruntime.writes.thread_records import thread_not_found
 
 
 class RunEnded(Exception):

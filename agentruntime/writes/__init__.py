@@ -1,11 +1,12 @@
-"""Writes of the chat, its face to the other apps: threads and their owners (thread_records), chat runs and the
-dead-run sweeper (run_records), and the event log with its retention (event_log).
+"""The runtime's rows as it writes them: threads and their owners (thread_records), chat runs and the dead-run
+sweeper (run_records), and the event log with its retention (event_log). The other apps reach these through the
+runtime's face, `agentruntime.services`.
 
 All of these are synchronous ORM code; async callers go through `agentruntime.db_executor.run`.
 """
 
-from agentruntime.services.event_log import RunEnded, events_append, events_enforce_retention
-from agentruntime.services.run_records import (
+from agentruntime.writes.event_log import RunEnded, events_append, events_enforce_retention
+from agentruntime.writes.run_records import (
     CANCEL_ACK_SECONDS,
     DEAD_RUN_ERROR,
     RESTARTED_ERROR,
@@ -27,7 +28,7 @@ from agentruntime.services.run_records import (
     runs_fail_after_restart,
     runs_sweep_dead,
 )
-from agentruntime.services.thread_records import (
+from agentruntime.writes.thread_records import (
     MAX_THREAD_ID_LENGTH,
     TITLE_LENGTH,
     TITLE_MAX_LENGTH,

@@ -38,8 +38,7 @@ def permission_denied(message: str) -> ChatAccessError:
 
 def owner_scope(kind: str, workspace_id: object = None, user_id: object = None) -> str:
     """The scope of a chat owner's LangGraph store (agentruntime/store/django_store.py): one store per workspace, user,
-    or the
-    anonymous owner."""
+    or the anonymous owner."""
     if kind == "workspace":
         return f"workspace:{workspace_id}"
     if kind == "user":

@@ -102,8 +102,7 @@ class ChatEventAdmin(admin.ModelAdmin):
 @admin.register(StoreItem)
 class StoreItemAdmin(ReadOnlyAdmin):
     """The items graphs keep in their store (agentruntime/store/django_store.py), one owner's scope each: to look at
-    and to
-    delete. An expired item stays listed (with its past expiry) until the periodic sweep deletes it."""
+    and to delete. An expired item stays listed (with its past expiry) until the periodic sweep deletes it."""
 
     list_display = ["item", "namespace_shown", "key_shown", "owner", "updated", "expires"]
     list_display_links = ["item"]

@@ -1,7 +1,6 @@
 """What happens after an Agent Server chat run ended (after-run hooks of its kind, agentruntime/runs/kinds.py,
-registered in
-apps.py): the run's webhook is called, and a stateless run's temporary thread is removed (by the request waiting for
-the run, or else by the hook a few seconds later)."""
+registered in apps.py): the run's webhook is called, and a stateless run's temporary thread is removed (by the request
+waiting for the run, or else by the hook a few seconds later)."""
 
 from __future__ import annotations
 

@@ -5,8 +5,7 @@ Each owner (API key's workspace, user, anonymous) has a store of its own, the on
 process has its own database, so a deployment's store is its own too. Items, search results and namespaces have the
 shapes `langgraph dev` answers with. The store has the semantic index and TTLs the served langgraph.json's `store`
 configures (agentruntime/store/config.py): a put's `index` and `ttl`, a read's `refresh_ttl` and a search's `query` act
-as in
-the Agent Server; without an index, `query` is ignored and `score` is null.
+as in the Agent Server; without an index, `query` is ignored and `score` is null.
 """
 
 from __future__ import annotations

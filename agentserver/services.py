@@ -1,9 +1,8 @@
 """Writes of the Agent Server API: assistants (versioned), chat threads as Agent Server threads, and their chat runs.
 
 An Agent Server run is a agentruntime.models.ChatRun of kind AGENT_SERVER, created queued (agentruntime/runs/queue.py
-executes it):
-the chat protocol's runs and these share one table, one executor, one checkpointer and one event log, so a thread
-is busy for both.
+executes it): the chat protocol's runs and these share one table, one executor, one checkpointer and one event log, so a
+thread is busy for both.
 """
 
 from __future__ import annotations

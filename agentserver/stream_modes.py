@@ -32,8 +32,7 @@ STREAM_MODES = ("values", "updates", "messages", "messages-tuple", "events", "de
 def frame_jsonable(obj: Any) -> Any:
     """The JSON form of what a frame carries, as the Agent Server writes it: an interrupt or a command field by
     field (the chat protocol's forms, agentruntime.events.records.to_jsonable, differ), a `Send` as `{node, args}`, a
-    named tuple
-    as an object."""
+    named tuple as an object."""
     if isinstance(obj, Interrupt):
         schema = obj.response_schema
         return {"value": obj.value, "id": obj.id, "response_schema": schema if isinstance(schema, dict) else None}

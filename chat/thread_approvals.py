@@ -1,8 +1,7 @@
 """A thread's approvals for the chat page: the ones it waits on and the ones already answered, with the answers.
 
 What waits comes from the checkpoint (agentruntime/interrupts.py); what was asked, where, and which answer was given
-come
-from the durable event log and the `chat_chatinterrupt` rows, so a reload shows the same cards, decided ones too.
+come from the durable event log and the `chat_chatinterrupt` rows, so a reload shows the same cards, decided ones too.
 """
 
 from __future__ import annotations

@@ -59,16 +59,13 @@ class RunRequest:
     tracing_workspace_id: Any = None
     # The served graph to run, by name (None: the first one).
     graph_name: str | None = None
-    # ChatRun.Kind: an Agent Server run runs with graph.astream and its stream modes (agentserver/stream_modes.py),
-    # storing
-    # its SSE frames too; a protocol run with the chat protocol's astream_events v3 (agentruntime/runs/kinds.py).
+    # ChatRun.Kind: the policy its app registered (agentruntime/runs/kinds.py) says how the run streams its graph.
     kind: str = ChatRun.Kind.PROTOCOL
     # The Agent Server's run kwargs (ChatRun.kwargs) and the attempt number.
     kwargs: dict = field(default_factory=dict)
     attempt: int = 1
     # The thread owner's store (owner_scope of agentruntime/store/django_store.py), which the graph gets; None: the
-    # graph keeps
-    # its own.
+    # graph keeps its own.
     store_scope: str | None = None
 
 

@@ -4,9 +4,8 @@ A chat run is a ChatRun row. The Agent Server API (agentserver/) creates its run
 CHAT_RUN_EXECUTOR is "worker". An executor claims the oldest available pending run of a thread with no running run (the
 database's one-running-run-per-thread constraint settles races between processes), marks it running under its
 process's identity and executes it (agentruntime/runs/execution.py), at most CHAT_RUN_CONCURRENCY at once. The
-heartbeat the
-executing task refreshes is the lease: a run whose executor died is retried once by the sweeper when nothing of it was
-checkpointed, and failed otherwise (agentruntime/writes/run_records.py `run_fail_dead`).
+heartbeat the executing task refreshes is the lease: a run whose executor died is retried once by the sweeper when
+nothing of it was checkpointed, and failed otherwise (agentruntime/writes/run_records.py `run_fail_dead`).
 
 Where executors run is a setting: with CHAT_RUN_EXECUTOR "web" (the embedded default) every server process runs
 one, started by the first request it serves (`ExecutorStarter`); with "worker", only `run_worker` processes do

@@ -1,8 +1,8 @@
 """The shape of langgraph.json's `store` object (and CHAT_STORE_CONFIG), checked without loading anything.
 
 Kept apart from agentruntime/store/config.py, which loads the embedding function and with it LangChain: checking a
-project's
-langgraph.json (deployments) and scheduling the TTL sweep (agentruntime/jobs.py, in every worker) need neither.
+project's langgraph.json (deployments) and scheduling the TTL sweep (agentruntime/jobs.py, in every worker) need
+neither.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """The LangGraph store of the chat and of the Agent Server API: items in our own database, through Django.
 
 `DjangoStore` is a `langgraph.store.base.BaseStore` on the StoreItem table (agentruntime/models.py), so the same code
-runs on
-SQLite and PostgreSQL and every server process sees the same items. It behaves as LangGraph's `InMemoryStore` and
-`PostgresStore` do (tests/chat/test_store_contract.py runs their contract against all three):
+runs on SQLite and PostgreSQL and every server process sees the same items. It behaves as LangGraph's `InMemoryStore`
+and `PostgresStore` do (tests/chat/test_store_contract.py runs their contract against all three):
 
 - a batch answers its reads (get, search, list_namespaces) first and applies its writes after them, the last write of
   an item winning; a put keeps the item's `created_at` and moves `updated_at`;
@@ -18,8 +17,7 @@ SQLite and PostgreSQL and every server process sees the same items. It behaves a
 - with an `index` (langgraph.json's store.index, agentruntime/store/config.py), a put embeds the item's fields and a
 search
   with a `query` ranks by cosine similarity, exactly (agentruntime/store/vectors.py), with a `score`; items without a
-  vector
-  (`index=False`) follow the scored ones, most recently updated first, as in InMemoryStore;
+  vector (`index=False`) follow the scored ones, most recently updated first, as in InMemoryStore;
 - with TTLs (a put's `ttl`, store.ttl's `default_ttl`), an item is invisible from its `expires_at` on and the
   periodic sweep deletes it (agentruntime/jobs.py); a get or search with `refresh_ttl` moves it on, as in PostgresStore.
 
@@ -359,8 +357,7 @@ def _filtered_page(window: Callable[[int, int], Sequence[Row | StoreItem]], filt
                    offset: int, limit: int) -> list[Row | StoreItem]:
     """A page of the rows `window(start, size)` reads in order, the filter applied in Python
     (agentruntime/store/search_filters.py) to windows: the first as large as the page, the next ones larger, so a
-    selective
-    filter reads little more than the page and memory stays bounded by a window."""
+    selective filter reads little more than the page and memory stays bounded by a window."""
     if not filter:
         return list(window(offset, limit))
     found: list[Row | StoreItem] = []

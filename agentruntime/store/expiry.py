@@ -1,8 +1,8 @@
 """Reclaiming the space of expired store items (agentruntime/jobs.py's periodic sweep, in every worker).
 
 Apart from agentruntime/store/django_store.py, whose vectors and embeddings import numpy and LangChain: a worker that
-only
-sweeps (or only exports) does not load them. Expired items are invisible to every read from their expiry on already.
+only sweeps (or only exports) does not load them. Expired items are invisible to every read from their expiry on
+already.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """The store's hot paths in SQL of our own (agentruntime/store/django_store.py): a search's page, a batch's gets and
-its puts
-(one upsert), on both databases.
+its puts (one upsert), on both databases.
 
 They are what graphs call most, one small query each; through the ORM, building the query and the model instances
 cost more than the query itself (bench/store.py). The SQL is the one Django writes for the same lookups, the filter's

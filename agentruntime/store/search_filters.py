@@ -1,6 +1,5 @@
 """What a DjangoStore search filter and a list_namespaces condition mean (agentruntime/store/django_store.py), on both
-databases
-alike."""
+databases alike."""
 
 from __future__ import annotations
 

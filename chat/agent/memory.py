@@ -3,8 +3,7 @@
 deepagents' file tools (`ls`, `read_file`, `write_file`, ...) work on a CompositeBackend: paths under /memories/ go
 to a StoreBackend, every other path stays in the thread's own state as before. The StoreBackend has no store of its
 own: it takes the run's (`get_store()`), which agentruntime/runs/execution.py binds to the thread owner's DjangoStore.
-So a
-file the coordinator writes there is read back in the owner's later threads, and no other owner's store holds it.
+So a file the coordinator writes there is read back in the owner's later threads, and no other owner's store holds it.
 
 In the store, a memory file is an item of MEMORY_NAMESPACE whose key is its path below the route ("/facts.md" for
 "/memories/facts.md") and whose value is deepagents' file data (`content`, `encoding`, `created_at`, `modified_at`).

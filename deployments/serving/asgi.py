@@ -30,8 +30,7 @@ class SharedThreadASGIHandler(ASGIHandler):
     the response ends: 50 callers waiting on runs meant 50 idle threads and SQLite connections, about 30 MiB. Here
     the views only validate, write the run and return a stream that the event loop produces (agentserver/streams.py,
     agentruntime/db_executor.py's pool for its reads), and SQLite takes one writer at a time anyway; so they share one
-    thread,
-    as `sync_to_async(thread_sensitive=True)` does outside a request context.
+    thread, as `sync_to_async(thread_sensitive=True)` does outside a request context.
     """
 
     async def __call__(self, scope, receive, send):

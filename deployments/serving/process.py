@@ -1,4 +1,4 @@
-"""What a revision's serving process runs: the project's graphs behind the chat app's protocol code."""
+"""What a revision's serving process runs: the project's graphs and their store, on the agent runtime."""
 
 from __future__ import annotations
 

@@ -112,7 +112,7 @@ def test_a_revision_runs_min_scale_processes_or_its_types_default_with_a_limit_o
 def test_every_field_the_local_runner_does_not_apply_gets_a_deploy_log_line(api_client, repo_url):
     from deployments.processes import LineSink
     from deployments.runners import StepContext
-    from deployments.runners.local import _log_resources
+    from deployments.runners.resource_log import log_resources
 
     # Every field LangSmith documents, at its lowest value, and one it does not.
     spec = {field: low for field, (_, low, _) in resources.NUMBER_FIELDS.items()}
@@ -121,7 +121,7 @@ def test_every_field_the_local_runner_does_not_apply_gets_a_deploy_log_line(api_
     deployment = api_client.post("/v2/deployments", body(repo_url, "prod", spec), format="json").json()
     revision = Revision.objects.get(id=deployment["latest_revision_id"])
     lines: list[tuple[str, str]] = []
-    _log_resources(StepContext(revision, LineSink(lines.extend), lambda: None), revision,
+    log_resources(StepContext(revision, LineSink(lines.extend), lambda: None), revision,
                    resources.revision_resources(revision))
     messages = [message for _, message in lines]
     assert messages[0] == ("Resources: 1 serving process (min_scale), a memory limit of 128 MiB on each "

@@ -7,7 +7,7 @@ written, that is the whole namespace's history on every step, two queries and al
 Here the walk reads the parent chain in pages (one recursive query each), asks which candidate seeds
 have a blob, then loads only the channels' writes and seed values, in one more round trip.
 
-The result is the base class's, entry for entry (tests/chat/test_checkpoint_history.py compares
+The result is the base class's, entry for entry (tests/agentruntime/test_checkpoint_history.py compares
 them): a seed is the channel's inline value or else its non-empty blob; writes run oldest checkpoint
 first, each checkpoint's in `writes_sort_key` order.
 """

@@ -2,7 +2,7 @@
 
 `DjangoStore` is a `langgraph.store.base.BaseStore` on the StoreItem table (agentruntime/models.py), so the same code
 runs on SQLite and PostgreSQL and every server process sees the same items. It behaves as LangGraph's `InMemoryStore`
-and `PostgresStore` do (tests/chat/test_store_contract.py runs their contract against all three):
+and `PostgresStore` do (tests/agentruntime/test_store_contract.py runs their contract against all three):
 
 - a batch answers its reads (get, search, list_namespaces) first and applies its writes after them, the last write of
   an item winning; a put keeps the item's `created_at` and moves `updated_at`;

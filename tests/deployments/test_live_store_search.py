@@ -10,7 +10,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 
 from accounts.services import api_key_create
-from tests.chat.store_embedding import DIMS, cosine, embed
+from tests.agentruntime.store_embedding import DIMS, cosine, embed
 from tests.deployments.support_projects import CONFIG, deploy_test_project, make_project
 from tests.deployments.test_live import Api
 
@@ -25,7 +25,7 @@ DOCS = {
 
 
 def store_project(root: Path) -> Path:
-    embed_source = (Path(__file__).parents[1] / "chat" / "store_embedding.py").read_text()
+    embed_source = (Path(__file__).parents[1] / "agentruntime" / "store_embedding.py").read_text()
     config = {**CONFIG, "store": {"index": {"embed": "./embed.py:aembed_texts", "dims": DIMS, "fields": ["text"]},
                                   "ttl": {"default_ttl": 60, "refresh_on_read": True, "sweep_interval_minutes": 1}}}
     return make_project(root, config=config, files={"embed.py": embed_source})

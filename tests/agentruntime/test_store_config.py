@@ -12,7 +12,7 @@ import pytest
 from agentruntime.store import config as store_config
 from agentruntime.store import config_shape as store_schema
 from deployments import langgraph_config
-from tests.chat.store_embedding import DIMS, embed
+from tests.agentruntime.store_embedding import DIMS, embed
 
 EMBED_FILE = Path(__file__).parent / "store_embedding.py"
 
@@ -67,7 +67,7 @@ def test_a_project_s_embedding_function_loads_relative_to_its_directory(tmp_path
 
 
 def test_a_module_s_embedding_function_loads_by_its_dotted_name():
-    store_config.configure({"index": {"embed": "tests.chat.store_embedding:aembed_texts", "dims": DIMS}},
+    store_config.configure({"index": {"embed": "tests.agentruntime.store_embedding:aembed_texts", "dims": DIMS}},
                            base_dir=Path("."))
 
     assert store_config.store_for("test").embeddings is not None
@@ -75,7 +75,7 @@ def test_a_module_s_embedding_function_loads_by_its_dotted_name():
 
 @pytest.mark.parametrize(("embed_spec", "message"), [
     ("./missing.py:embed_texts", "no file"),
-    ("tests.chat.store_embedding:missing", "no attribute"),
+    ("tests.agentruntime.store_embedding:missing", "no attribute"),
     ("no-such-provider:model", "store.index.embed"),
 ])
 def test_an_embedding_function_that_cannot_load_is_a_config_error(tmp_path, embed_spec, message):
@@ -84,7 +84,7 @@ def test_an_embedding_function_that_cannot_load_is_a_config_error(tmp_path, embe
 
 
 def test_the_service_reads_chat_store_config(settings):
-    settings.CHAT_STORE_CONFIG = json.dumps({"index": {"embed": "tests.chat.store_embedding:embed_texts",
+    settings.CHAT_STORE_CONFIG = json.dumps({"index": {"embed": "tests.agentruntime.store_embedding:embed_texts",
                                                        "dims": DIMS}, "ttl": {"default_ttl": 5}})
     store_config.configure_from_settings()
 

@@ -17,7 +17,7 @@ from agentruntime import db_executor
 from agentruntime.models import StoreItem, StoreVector
 from agentruntime.store import vectors as store_vectors
 from agentruntime.store.django_store import DjangoStore
-from tests.chat.store_embedding import DIMS, aembed_texts, cosine, embed, embed_texts
+from tests.agentruntime.store_embedding import DIMS, aembed_texts, cosine, embed, embed_texts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

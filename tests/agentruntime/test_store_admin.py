@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from agentruntime.models import StoreItem, StoreVector
 from agentruntime.store.django_store import DjangoStore
-from tests.chat.store_embedding import DIMS, embed_texts
+from tests.agentruntime.store_embedding import DIMS, embed_texts
 
 pytestmark = pytest.mark.django_db
 

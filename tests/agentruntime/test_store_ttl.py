@@ -21,7 +21,7 @@ from agentruntime.store.django_store import DjangoStore
 from agentruntime.store.expiry import store_sweep_expired
 from core.registry import PERIODICS
 from core.worker import Worker
-from tests.chat.store_embedding import DIMS, embed_texts
+from tests.agentruntime.store_embedding import DIMS, embed_texts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,7 +16,7 @@ from langgraph.graph import START, StateGraph
 
 from agentruntime.checkpointer.history import delta_channel_history
 from agentruntime.checkpointer.saver import DjangoCheckpointSaver
-from tests.chat.test_checkpointer import in_thread
+from tests.agentruntime.test_checkpointer import in_thread
 
 # Graphs run on the saver's own threads and connections (async methods): they only see committed data.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -91,14 +91,33 @@ def _config(thread_id: str, checkpoint: dict | None = None) -> RunnableConfig:
 
 def snapshot_get(served: ServedGraph, thread_id: str, *, checkpoint: dict | None = None,
                  subgraphs: bool = False) -> StateSnapshot | None:
-    """The thread's snapshot (at `checkpoint` when given), or None when nothing is checkpointed there."""
+    """The thread's snapshot (at `checkpoint` when given), or None when nothing is checkpointed there.
+
+    The live snapshot applies what the checkpoint's finished tasks wrote. When that cannot be applied (a run's input
+    that its channel's reducer refused, which also failed the run), the checkpoint's record is given instead: the
+    values as of the start of its step, with the task that wrote the input, as the thread's history shows it. So the
+    thread stays readable with the values it had before that run, as `langgraph dev` shows them in GET
+    /threads/{id} and in the history (its GET /state answers 500 there).
+    """
+    config = _config(thread_id, checkpoint)
     try:
-        snapshot = served.graph.get_state(_config(thread_id, checkpoint), subgraphs=subgraphs)
+        snapshot = served.graph.get_state(config, subgraphs=subgraphs)
     except (ValueError, KeyError, TypeError) as exc:
-        raise InvalidStateRequest(f"{type(exc).__name__}: {exc}") from exc
+        snapshot = _recorded_snapshot(served, config)
+        if snapshot is None:
+            raise InvalidStateRequest(f"{type(exc).__name__}: {exc}") from exc
     if snapshot.created_at is None:
         return None
     return snapshot
+
+
+def _recorded_snapshot(served: ServedGraph, config: RunnableConfig) -> StateSnapshot | None:
+    """The checkpoint's snapshot as its history records it (pending writes not applied), or None when even that
+    cannot be built."""
+    try:
+        return next(iter(served.graph.get_state_history(config, limit=1)), None)
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def state_get(served: ServedGraph, thread_id: str, *, checkpoint: dict | None = None,

@@ -20,6 +20,7 @@ THREAD, OTHER, ASSISTANT = ("7d1f7c2e-0000-4000-8000-000000000001", "7d1f7c2e-00
                             "7d1f7c2e-0000-4000-8000-000000000003")
 NESTED = "0813419b-f0e6-579e-bdee-18d9fdf48632"  # uuid5 of "nested": the same on both servers
 FAILED = "7d1f7c2e-0000-4000-8000-000000000004"  # a thread whose run raised
+BROKEN = "7d1f7c2e-0000-4000-8000-000000000005"  # a thread whose run's input broke a reducer
 
 SCENARIO = [
     ("POST", "/assistants/search", {"sort_by": "graph_id", "sort_order": "asc"}),
@@ -69,6 +70,16 @@ SCENARIO = [
     ("POST", "/threads", {"thread_id": FAILED}),
     ("POST", f"/threads/{FAILED}/runs/wait", {"assistant_id": "slow", "input": {"delay": "x"}}),
     ("GET", f"/threads/{FAILED}", None),
+]
+# A run whose input the `messages` reducer (operator.add on a list) cannot apply: the run fails, the thread keeps the
+# values it had before it.
+BROKEN_INPUT = [
+    ("POST", "/threads", {"thread_id": BROKEN}),
+    ("POST", f"/threads/{BROKEN}/runs/wait", {"assistant_id": "echo", "input": {"messages": [{"content": "hi"}]}}),
+    ("POST", f"/threads/{BROKEN}/runs/wait", {"assistant_id": "echo", "input": {"messages": "boom"}}),
+    ("GET", f"/threads/{BROKEN}", None),
+    ("POST", "/threads/search", {"ids": [BROKEN], "select": ["thread_id", "status", "values"]}),
+    ("POST", f"/threads/{BROKEN}/history", {"limit": 3}),
 ]
 
 # Items under a root of their own, so that listing namespaces sees only them: a put, an update, another put, gets,
@@ -173,6 +184,23 @@ def test_every_stream_mode_sends_the_frames_langgraph_dev_sends(peer, ours):
 def test_run_operations_answer_like_langgraph_dev(peer, ours):
     scenario = differential_runs.run_steps()
     assert_same(scenario, play(peer, scenario), play(ours, scenario))
+
+
+def test_a_thread_whose_run_input_broke_a_reducer_reads_as_langgraph_dev_shows_it(peer, ours):
+    """GET /threads/{id}, the search and the history answer alike. Where `langgraph dev`'s GET /state answers 500
+    (its live snapshot applies the refused input again), ours answers what its history shows of that checkpoint."""
+    scenario = [Step(method, path, body) for method, path, body in BROKEN_INPUT]
+    theirs = play(peer, scenario)
+    mine = play(ours, [*scenario, Step("GET", f"/threads/{BROKEN}/state", None)])
+    assert_same(scenario, theirs, mine[:-1])
+    *_, status, _, state = mine[-1]
+    history = theirs[-1][-1]
+    assert (status, state) == (200, history[0])
+    assert state["values"] == {"messages": [{"content": "hi"}], "echo": "hi"}
+    again = [Step("POST", f"/threads/{BROKEN}/runs/wait", {"assistant_id": "echo",
+                                                           "input": {"messages": [{"content": "again"}]}})]
+    answered = play(ours, again)
+    assert answered == play(peer, again) and answered[0][-1]["echo"] == "again"
 
 
 def test_joining_an_unknown_run_is_a_404_where_langgraph_dev_answers_an_error_as_the_result(peer, ours):

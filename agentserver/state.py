@@ -100,6 +100,7 @@ def snapshot_get(served: ServedGraph, thread_id: str, *, checkpoint: dict | None
     /threads/{id} and in the history (its GET /state answers 500 there).
     """
     config = _config(thread_id, checkpoint)
+    snapshot: StateSnapshot | None
     try:
         snapshot = served.graph.get_state(config, subgraphs=subgraphs)
     except (ValueError, KeyError, TypeError) as exc:

@@ -9,10 +9,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.utils import timezone
 
+from core.deadlines import minutes_after
 from core.registry import periodic_reschedule
 
 STRATEGIES = ("delete", "keep_latest")
@@ -80,7 +81,7 @@ def default_ttl() -> dict | None:
 
 def expiry(ttl: dict | None) -> datetime | None:
     """When a thread with this `ttl` created (or given it) now expires; None without one."""
-    return timezone.now() + timedelta(minutes=ttl["ttl"]) if ttl else None
+    return minutes_after(timezone.now(), ttl["ttl"]) if ttl else None
 
 
 def default_fields() -> dict:

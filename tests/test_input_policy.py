@@ -95,3 +95,19 @@ def test_an_empty_number_in_the_query_is_a_422_as_fastapi_answers_not_the_defaul
                                           "msg": "Input should be a valid integer, unable to parse string as an "
                                                  "integer"}]
     assert client.get("/api/v1/sessions?limit=5").status_code == 200
+
+
+@pytest.mark.parametrize("minutes", [1e12, 4.7e307])
+def test_a_ttl_that_ends_past_the_calendar_is_no_deadline_for_a_thread_or_a_store_item(make_client, workspace,
+                                                                                       minutes):
+    # langgraph dev accepts both too; the end of such a TTL cannot be written as a date (it overflowed: 500).
+    client = make_client(workspace)
+    created = client.post("/api/threads", {"ttl": {"strategy": "delete", "ttl": minutes}}, format="json")
+    assert created.status_code == 200, created.content
+    thread = ChatThread.objects.get(pk=created.json()["thread_id"])
+    assert thread.expires_at is None and thread.ttl == {"strategy": "delete", "ttl": minutes}
+    put = client.put("/api/store/items", {"namespace": ["ttl"], "key": "k", "value": {"v": 1}, "ttl": minutes},
+                     format="json")
+    assert put.status_code == 204, put.content
+    assert StoreItem.objects.get(key="k").expires_at is None
+    assert client.get("/api/store/items", {"namespace": "ttl", "key": "k"}).json()["value"] == {"v": 1}

@@ -35,7 +35,7 @@ import contextlib
 from collections import defaultdict
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, TypeVar
 
 from django.db import transaction
@@ -65,6 +65,7 @@ from agentruntime.store import hot_paths as store_sql
 from agentruntime.store import vectors as store_vectors
 from agentruntime.store.hot_paths import Row
 from agentruntime.store.search_filters import SCAN_CHUNK, check_filter, does_match, leading_literal, matches, narrowed
+from core.deadlines import minutes_after
 
 # A namespace and key are indexed together (with the scope), and PostgreSQL refuses an index row over 2704 bytes.
 MAX_ADDRESS_BYTES = 2048
@@ -292,7 +293,7 @@ class DjangoStore(BaseStore):
             if row.ttl_minutes is not None:
                 by_ttl[row.ttl_minutes].append(row.pk)
         for minutes, ids in by_ttl.items():
-            StoreItem.objects.using(self.using).filter(pk__in=ids).update(expires_at=now + timedelta(minutes=minutes))
+            StoreItem.objects.using(self.using).filter(pk__in=ids).update(expires_at=minutes_after(now, minutes))
 
     # --- writes ------------------------------------------------------------------------------------
 

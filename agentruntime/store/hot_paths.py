@@ -9,12 +9,13 @@ narrowing included (agentruntime/store/search_filters.py's `narrowed`), so both 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from django.db import connections
 
 from agentruntime.store.search_filters import narrowable_conditions
+from core.deadlines import minutes_after
 
 COLUMNS = "id, namespace, key, value, created_at, updated_at, ttl_minutes"
 # Items per INSERT: 8 parameters each stay far below SQLite's limit of 32,766.
@@ -115,7 +116,7 @@ def _upsert(using: str, scope: str, now: datetime,
     placeholders, params = [], []
     for namespace, key, value, ttl in items:
         placeholders.append(f"(%s, %s, %s, {value_sql}, %s, %s, %s, %s)")
-        expires = adapt(now + timedelta(minutes=ttl)) if ttl is not None else None
+        expires = adapt(minutes_after(now, ttl)) if ttl is not None else None
         params += [scope, namespace, key, json.dumps(value), adapt(now), adapt(now), expires, ttl]
     sql = ("INSERT INTO chat_storeitem (scope, namespace, key, value, created_at, updated_at, expires_at, ttl_minutes) "
            f"VALUES {', '.join(placeholders)} ON CONFLICT (scope, namespace, key) DO UPDATE SET "

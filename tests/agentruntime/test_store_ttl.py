@@ -136,3 +136,12 @@ def test_the_periodic_job_sweeps_at_the_configured_interval(restore_store_config
     assert not StoreItem.objects.exists()
     store_config.configure(None, base_dir=Path("."))
     assert PERIODICS[store_schema.SWEEP_JOB].every_seconds == store_schema.DEFAULT_SWEEP_SECONDS
+
+
+def test_a_ttl_that_ends_past_the_calendar_keeps_the_item_without_an_expiry(store):
+    store.put(("ns",), "ages", {"v": 1}, ttl=1e12)  # about two million years
+    store.put(("ns",), "eons", {"v": 2}, ttl=4.7e307)
+
+    assert expires_at("ages") is None and expires_at("eons") is None
+    assert store.get(("ns",), "ages", refresh_ttl=True).value == {"v": 1}
+    assert expires_at("ages") is None

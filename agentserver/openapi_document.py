@@ -113,6 +113,43 @@ PROTOCOL_PATHS = {
 }
 
 
+# What an operation answers besides what every view of its kind can (see `_complete`): an object its body names that
+# is missing (404), one that exists already or a busy thread (409), a request the graph or the store refuses (400).
+# The Agent Server's own document lists the same 404s and 409s; tests/agentserver/test_openapi_fuzz.py checks that
+# every status an operation answers is listed.
+_RUN_CREATION = {404, 409}
+REFUSALS: dict[tuple[str, str], set[int]] = {
+    ("POST", "/assistants"): {404, 409},
+    ("POST", "/assistants/count"): {404},
+    ("POST", "/assistants/search"): {404},
+    ("DELETE", "/assistants/{assistant_id}"): {409},
+    ("POST", "/threads"): {409},
+    ("POST", "/threads/count"): {404},
+    ("POST", "/threads/{thread_id}/copy"): {409},
+    ("POST", "/threads/{thread_id}/history"): {400},
+    ("GET", "/threads/{thread_id}/history"): {400},
+    ("POST", "/threads/{thread_id}/state"): {400},
+    ("GET", "/threads/{thread_id}/state"): {400},
+    ("GET", "/threads/{thread_id}/state/{checkpoint_id}"): {400},
+    ("POST", "/threads/{thread_id}/state/checkpoint"): {400},
+    ("POST", "/runs"): _RUN_CREATION,
+    ("POST", "/runs/batch"): _RUN_CREATION,
+    ("POST", "/runs/stream"): _RUN_CREATION,
+    ("POST", "/runs/wait"): _RUN_CREATION,
+    ("POST", "/threads/{thread_id}/runs"): _RUN_CREATION,
+    ("POST", "/threads/{thread_id}/runs/stream"): _RUN_CREATION,
+    ("POST", "/threads/{thread_id}/runs/wait"): _RUN_CREATION,
+    ("POST", "/runs/cancel"): {404},
+    ("POST", "/runs/crons"): {404},
+    ("POST", "/runs/crons/count"): {404},
+    ("GET", "/store/items"): {400, 422},
+    ("PUT", "/store/items"): {400},
+    ("DELETE", "/store/items"): {400, 422},
+    ("POST", "/store/items/search"): {400},
+    ("POST", "/store/namespaces"): {400},
+}
+
+
 def tag_of(path: str) -> str:
     if path.endswith("/runs/crons") or "/runs/crons/" in path:
         return "Crons"
@@ -141,7 +178,8 @@ class AgentServerSchemaGenerator(ServiceSchemaGenerator):
         secured = self._secured_operations()
         for path, item in document["paths"].items():
             for method, operation in item.items():
-                self._complete(path, operation, secured=(path, method.upper()) in secured)
+                self._complete(path, operation, secured=(path, method.upper()) in secured,
+                               refusals=REFUSALS.get((method.upper(), path), set()))
         for path, item in copy.deepcopy(PROTOCOL_PATHS).items():
             document["paths"].setdefault(path, {}).update({m: op for m, op in item.items()
                                                            if m not in document["paths"][path]})
@@ -160,13 +198,14 @@ class AgentServerSchemaGenerator(ServiceSchemaGenerator):
                 if issubclass(getattr(callback, "cls", object), AgentServerApi)}
 
     @staticmethod
-    def _complete(path: str, operation: dict, *, secured: bool) -> None:
-        """Tag it, and add what every view of its kind can answer (agentserver.http.handle_exception)."""
+    def _complete(path: str, operation: dict, *, secured: bool, refusals: set[int]) -> None:
+        """Tag it, and add what every view of its kind can answer (agentserver.http.handle_exception) and what
+        this operation refuses besides (REFUSALS)."""
         operation["tags"] = [tag_of(path)]
         if operation.get("description") == INHERITED_DESCRIPTION:
             del operation["description"]
         operation["security"] = [{"ApiKey": []}] if secured else []
-        statuses = {401, 403} if secured else set()
+        statuses = ({401, 403} if secured else set()) | refusals
         parameters = operation.get("parameters", [])
         if any(p["in"] == "path" for p in parameters):
             statuses |= {404, 422}

@@ -34,7 +34,7 @@ async def stream(served, request, writer, callbacks: list) -> str:
     graph_input = command_from(kwargs.get("command")) or kwargs.get("input")
     if "events" in requested:
         stream = with_events(served.graph, graph_input, config, modes=graph_modes(requested), subgraphs=subgraphs,
-                              options=options, run_id=str(request.run_id))
+                             options=options, run_id=str(request.run_id))
     else:
         stream = served.graph.astream(graph_input, config, stream_mode=graph_modes(requested), subgraphs=subgraphs,
                                       **options)
@@ -69,7 +69,7 @@ async def requested_inputs(served, thread_id: str) -> list[WireEvent]:
 
 
 async def with_events(graph, graph_input, config: dict, *, modes: list[str], subgraphs: bool, options: dict,
-                       run_id: str):
+                      run_id: str):
     """The `events` stream mode: the graph's astream_events (v2), the run's own `on_chain_stream` chunks yielded as
     astream yields them, every other event as an `events` item (what the Agent Server forwards)."""
     events = graph.astream_events(graph_input, config, version="v2", stream_mode=modes, subgraphs=subgraphs,

@@ -168,7 +168,7 @@ class StreamConsumer(ChatConsumer):
             cursor = subscription.since
             if cursor is None:
                 cursor = await db_run(selectors.replay_start, thread_id=thread_id,
-                                               scope=settings.CHAT_REPLAY_SCOPE)
+                                      scope=settings.CHAT_REPLAY_SCOPE)
             # Runs of branches the thread has left (an edit or a regeneration forked it) are not replayed: the
             # client would take their `values` for the thread's state.
             skipped = off_branch_runs(await checkpoint_tree(get_served_graph(graph_name), thread_id,
@@ -190,7 +190,7 @@ class StreamConsumer(ChatConsumer):
         matches = subscriber.subscription.matches
         while True:
             events = await db_run(selectors.events_after, thread_id=thread_id, after_seq=cursor,
-                                           exclude_runs=skipped)
+                                  exclude_runs=skipped)
             frames = [subscriber.subscription.frame(e) for e in events if matches(e.channel, e.namespace)]
             if frames:
                 await self.send_body(b"".join(frames), more_body=True)

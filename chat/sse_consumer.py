@@ -147,7 +147,7 @@ class ChatConsumer(AsyncHttpConsumer):
         """
         client = self.scope.get("client") or ("", 0)
         return await db_run(authorize, headers=self.headers, client_host=client[0] or "",
-                                     user=self.scope.get("user"), write=write)
+                            user=self.scope.get("user"), write=write)
 
     # --- responses -------------------------------------------------------------------------------------------
     async def send_json(self, status: int, payload, extra_headers: list | None = None) -> None:

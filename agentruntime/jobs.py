@@ -8,11 +8,12 @@ from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db.models import Count
 
-from agentruntime import writes
 from agentruntime.events.hub import publish
 from agentruntime.models import ChatEvent
 from agentruntime.store.config_shape import SWEEP_JOB, settings_sweep_seconds
 from agentruntime.store.expiry import store_sweep_expired
+from agentruntime.writes.event_log import events_enforce_retention
+from agentruntime.writes.run_records import runs_sweep_dead
 from core.registry import periodic, worker_service
 
 log = logging.getLogger("agentruntime.jobs")
@@ -21,7 +22,7 @@ log = logging.getLogger("agentruntime.jobs")
 @periodic("chat.sweep_dead_runs", every_seconds=settings.CHAT_SWEEP_SECONDS)
 def sweep_dead_runs() -> None:
     """Fail active runs without a heartbeat for CHAT_RUN_STALE_SECONDS, so no client waits forever."""
-    for thread_id, seq in writes.runs_sweep_dead(stale_seconds=settings.CHAT_RUN_STALE_SECONDS):
+    for thread_id, seq in runs_sweep_dead(stale_seconds=settings.CHAT_RUN_STALE_SECONDS):
         # With Redis this reaches the subscribers at once; with the in-memory layer they find it by polling.
         async_to_sync(publish)(thread_id, seq)
 
@@ -42,7 +43,7 @@ def enforce_event_retention() -> None:
     over = (ChatEvent.objects.values("thread_id").annotate(count=Count("id")).filter(count__gt=keep)
             .values_list("thread_id", flat=True))
     for thread_id in list(over):
-        dropped = writes.events_enforce_retention(thread_id=thread_id, keep=keep)
+        dropped = events_enforce_retention(thread_id=thread_id, keep=keep)
         if dropped:
             log.info("dropped %d old events of thread %s", dropped, thread_id)
 

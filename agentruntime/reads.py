@@ -16,7 +16,7 @@ from agentruntime.access import Caller
 from agentruntime.events import statements as event_sql
 from agentruntime.events.records import StoredEvent
 from agentruntime.models import ChatEvent, ChatInterrupt, ChatRun, ChatThread
-from agentruntime.writes import thread_not_found, thread_owned_by
+from agentruntime.writes.thread_records import thread_not_found, thread_owned_by
 
 PAGE = 500
 

@@ -26,7 +26,7 @@ from django.db import connections, transaction
 from django.utils.module_loading import import_string
 from langchain_core._api.beta_decorator import LangChainBetaWarning
 
-from agentruntime import db_executor, writes
+from agentruntime import db_executor
 from agentruntime.events.frames import Frame
 from agentruntime.events.hub import hubs, publish, publish_unstored, wait_event
 from agentruntime.events.records import StoredEvent, WireEvent, lifecycle_event
@@ -35,6 +35,8 @@ from agentruntime.reads import thread_cursor_state
 from agentruntime.runs.kinds import RunKindPolicy, policy
 from agentruntime.served_graphs import ConfigurationError, ServedGraph, get_served_graph
 from agentruntime.store.config import store_for
+from agentruntime.writes.event_log import RunEnded, events_append, events_enforce_retention
+from agentruntime.writes.run_records import run_finish, run_heartbeat, run_roll_back, runs_fail_after_restart
 from core import process_identity
 from core.exceptions import NotFound
 
@@ -121,12 +123,12 @@ class EventWriter:
                 continue
             batch, self.buffer = self.buffer[:MAX_BATCH], self.buffer[MAX_BATCH:]
             try:
-                stored = await db_executor.run(writes.events_append, thread_id=self.thread_id,
+                stored = await db_executor.run(events_append, thread_id=self.thread_id,
                                                run_id=self.run_id, events=batch, active_only=True)
             except Exception as exc:
                 self.error = exc
                 self.buffer = []
-                if not isinstance(exc, writes.RunEnded):
+                if not isinstance(exc, RunEnded):
                     log.error("events of run %s could not be stored (%s: %s); ending the run", self.run_id,
                               type(exc).__name__, exc)
                 if self._on_error is not None and self.stop_run_on_error:
@@ -199,7 +201,7 @@ async def execute_run(request: RunRequest) -> str:
             writer.add(kind.failed(request.run_id, exc))
     finally:
         watcher.cancel()
-    if writer.error is not None and not isinstance(writer.error, writes.RunEnded):
+    if writer.error is not None and not isinstance(writer.error, RunEnded):
         status, error = ChatRun.Status.FAILED, store_error(writer.error)
     if not started:
         # Clients wait for `running` then one terminal event, even when the graph could not be built.
@@ -240,7 +242,7 @@ async def _after_run(path: str, request: RunRequest, status: str) -> None:
 async def _finish(request: RunRequest, writer: EventWriter, status: str, error: str, graph_name: str) -> str:
     try:
         await writer.close()
-    except writes.RunEnded:
+    except RunEnded:
         pass  # another process ended the run: _end_run below finds it ended
     except Exception as exc:
         status, error = ChatRun.Status.FAILED, store_error(exc)
@@ -260,7 +262,7 @@ async def _finish(request: RunRequest, writer: EventWriter, status: str, error: 
         await publish(request.thread_id, last[-1].seq)
     if not request.kwargs.get("temporary"):  # a stateless run's thread has this one run, which retention keeps
         with contextlib.suppress(Exception):
-            await db_executor.run(writes.events_enforce_retention, thread_id=request.thread_id)
+            await db_executor.run(events_enforce_retention, thread_id=request.thread_id)
     return status
 
 
@@ -309,11 +311,11 @@ async def _record_end_later(request: RunRequest, status: str, error: str, termin
 @transaction.atomic
 def _end_run(*, request: RunRequest, status: str, error: str, terminal: list) -> list | None:
     # The run ends and its terminal event is stored together: whoever sees the event may start the next run.
-    if status == ChatRun.Status.INTERRUPTED and writes.run_roll_back(run_id=request.run_id):
+    if status == ChatRun.Status.INTERRUPTED and run_roll_back(run_id=request.run_id):
         return None
-    if not writes.run_finish(run_id=request.run_id, status=status, error=error):
+    if not run_finish(run_id=request.run_id, status=status, error=error):
         return None
-    return writes.events_append(thread_id=request.thread_id, run_id=request.run_id, events=terminal)
+    return events_append(thread_id=request.thread_id, run_id=request.run_id, events=terminal)
 
 
 async def _watch(run_id: uuid.UUID, target: asyncio.Task) -> None:
@@ -323,7 +325,7 @@ async def _watch(run_id: uuid.UUID, target: asyncio.Task) -> None:
         await asyncio.sleep(CANCEL_POLL_SECONDS)
         beat = time.monotonic() - last_beat >= settings.CHAT_RUN_HEARTBEAT_SECONDS
         try:
-            cancel, active = await db_executor.run(writes.run_heartbeat, run_id=run_id, beat=beat)
+            cancel, active = await db_executor.run(run_heartbeat, run_id=run_id, beat=beat)
         except Exception:
             # Once per spell of failures (a full disk would otherwise log twice a second).
             if not failing:
@@ -350,7 +352,7 @@ def fail_runs_of_predecessor() -> int:
     if not process_identity.is_stable():
         return 0
     try:
-        failed = writes.runs_fail_after_restart(identity=process_identity.identity(),
+        failed = runs_fail_after_restart(identity=process_identity.identity(),
                                                   instance=process_identity.instance())
     except Exception:
         log.warning("could not fail the runs left by this process's predecessor; the sweeper will", exc_info=True)

@@ -25,12 +25,13 @@ from django.conf import settings
 from django.db import IntegrityError, connection, connections, transaction
 from django.utils import timezone
 
-from agentruntime import db_executor, writes
+from agentruntime import db_executor
 from agentruntime.access import owner_scope
 from agentruntime.events import statements as event_sql
 from agentruntime.events.hub import wait_event
 from agentruntime.models import ChatRun, ChatThread
 from agentruntime.runs.execution import RunRequest, runs
+from agentruntime.writes.thread_records import chat_workspace_id
 from core import process_identity
 
 log = logging.getLogger("agentruntime.runs.queue")
@@ -125,7 +126,7 @@ def _workspace_id(value) -> uuid.UUID | None:
 def request_for(run: ChatRun, owner: ThreadOwner) -> RunRequest:
     """What the runner needs to execute a claimed run of a thread of this owner."""
     kwargs = run.kwargs or {}
-    workspace_id = owner.workspace_id or writes.chat_workspace_id()
+    workspace_id = owner.workspace_id or chat_workspace_id()
     return RunRequest(thread_id=run.thread_id, run_id=run.pk, input=kwargs.get("input"),
                       checkpoint_id=(kwargs.get("checkpoint") or {}).get("checkpoint_id"),
                       metadata=run.metadata or {}, tracing_workspace_id=workspace_id,

@@ -8,18 +8,25 @@ import functools
 import time
 import uuid
 
-from agentruntime import db_executor, reads, writes
+from agentruntime import db_executor, reads
 from agentruntime.access import owner_scope
 from agentruntime.models import ChatRun
 from agentruntime.runs import control as run_control
 from agentruntime.runs import queue as run_queue
 from agentruntime.runs.execution import RunRequest, runs
 from agentruntime.served_graphs import get_served_graph, graph_name_for
+from agentruntime.writes.run_records import (
+    InterruptAnswered,
+    RunActive,
+    run_create_answering,
+    run_register,
+)
+from agentruntime.writes.thread_records import chat_workspace_id, thread_touch
 
 # How long a run.start waits for a run whose cancel was already requested to end before refusing. The JS client's
 # stop() cancels without waiting (202) and may start the next run at once; a cancelled run ends within about a
 # second (the cancel flag is polled every 0.5 s by the process executing it), or is ended here once its process is
-# known to be gone (at the latest writes.CANCEL_ACK_SECONDS after the cancel: agentruntime.runs.control).
+# known to be gone (at the latest CANCEL_ACK_SECONDS after the cancel: agentruntime.runs.control).
 CANCELLED_RUN_WAIT_SECONDS = 5.0
 
 
@@ -36,7 +43,7 @@ async def start_run(thread, run_input: dict | None, *, checkpoint_id: str | None
     the first served graph); its events go to the thread's log.
 
     A resume passes its `command` and `answering` (the answered interrupts' ids → their namespaces): they are claimed
-    with the run's registration, once (writes.run_create_answering).
+    with the run's registration, once (run_create_answering).
     """
     graph_name = graph_name_for(assistant_id, current=thread.graph_name)
     if checkpoint_id:
@@ -52,14 +59,14 @@ async def start_run(thread, run_input: dict | None, *, checkpoint_id: str | None
         "graph_name": graph_name, "metadata": metadata,
         "kwargs": {"input": run_input, "checkpoint": {"checkpoint_id": checkpoint_id} if checkpoint_id else None,
                    **kwargs}}
-    create = writes.run_register if answering is None else functools.partial(
-        writes.run_create_answering, answers=(command or {}).get("resume") or {}, namespaces=answering)
+    create = run_register if answering is None else functools.partial(
+        run_create_answering, answers=(command or {}).get("resume") or {}, namespaces=answering)
     await _create_run(thread, run_id, queue, create)
-    await db_executor.run(writes.thread_touch, thread=thread, messages=(run_input or {}).get("messages"),
+    await db_executor.run(thread_touch, thread=thread, messages=(run_input or {}).get("messages"),
                           graph_name=graph_name)
     if queue is not None:
         return run_id
-    workspace_id = thread.workspace_id or await db_executor.run(writes.chat_workspace_id)
+    workspace_id = thread.workspace_id or await db_executor.run(chat_workspace_id)
     runs.start(RunRequest(thread_id=thread.id, run_id=run_id, input=run_input, checkpoint_id=checkpoint_id,
                           metadata=metadata, tracing_workspace_id=workspace_id, graph_name=graph_name, kwargs=kwargs,
                           store_scope=owner_scope(thread.owner_kind, thread.workspace_id, thread.user_id)))
@@ -71,26 +78,26 @@ async def _create_run(thread, run_id: uuid.UUID, queue: dict | None, create) -> 
     try:
         await _create(create, thread, run_id, queue)
         return
-    except writes.RunActive as exc:
+    except RunActive as exc:
         if not await _cancelled_run_ended(exc.run_id):
             raise CommandError("invalid_argument", exc.detail) from None
     try:
         await _create(create, thread, run_id, queue)
-    except writes.RunActive as exc:
+    except RunActive as exc:
         raise CommandError("invalid_argument", exc.detail) from None
 
 
 async def _create(create, thread, run_id: uuid.UUID, queue: dict | None) -> None:
     try:
         await db_executor.run(create, thread=thread, run_id=run_id, queue=queue)
-    except writes.InterruptAnswered as exc:
+    except InterruptAnswered as exc:
         raise CommandError("no_such_interrupt", f"{exc} An interrupt is answered once.") from None
 
 
 async def _cancelled_run_ended(run_id) -> bool:
     """Wait (bounded) for an active run to end, if and only if its cancel was requested; whether it ended.
 
-    A cancelled run whose process is gone is ended here (writes.run_orphan_reason).
+    A cancelled run whose process is gone is ended here (run_orphan_reason).
     """
     deadline = time.monotonic() + CANCELLED_RUN_WAIT_SECONDS
     while True:
